@@ -1,0 +1,35 @@
+"""Converts PyTorch models to ONNX from the FX graph ``torch.export`` produces, op by op.
+
+>>> from experimental.torch_interpreter import to_onnx, InferenceSession
+"""
+
+from .convert import to_onnx
+from .errors import (
+    ConversionError,
+    DynamicShapeError,
+    ExportCaptureError,
+    InputMismatchError,
+    InvalidModelError,
+    RuntimeFeedError,
+    TorchInterpreterError,
+    UnsupportedOpError,
+)
+from .registry import Registry, default_registry, register
+from .runtime import InferenceSession
+from . import ops  # noqa: F401  (registers the converters)
+
+__all__ = [
+    "ConversionError",
+    "DynamicShapeError",
+    "ExportCaptureError",
+    "InferenceSession",
+    "InputMismatchError",
+    "InvalidModelError",
+    "Registry",
+    "RuntimeFeedError",
+    "TorchInterpreterError",
+    "UnsupportedOpError",
+    "default_registry",
+    "register",
+    "to_onnx",
+]

@@ -1,0 +1,69 @@
+"""Capture: ``torch.export.export`` with its failures turned into errors that say what to try."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import torch
+
+from .errors import DynamicShapeError, ExportCaptureError
+
+logger = logging.getLogger(__name__)
+
+# (text found in torch's message, advice)
+_HINTS = [
+    (
+        "_set_grad_enabled",
+        "the model changes the autograd state while exporting (e.g. it is called under torch.no_grad()); "
+        "export outside no_grad() or patch the model with bypass_export_some_errors()",
+    ),
+    (
+        "data-dependent",
+        "the output shape depends on tensor values; add torch._check(...) on the value in the model, "
+        "or avoid Python control flow on tensor values (use torch.cond)",
+    ),
+    (
+        "BuiltinVariable(NotImplementedError)",
+        "strict mode met a Python construct it cannot trace; try strict=False",
+    ),
+    ("torch._dynamo.exc.Unsupported", "strict mode (dynamo) cannot trace this code; try strict=False"),
+    ("Unsupported input type", "an input type is not a registered pytree node; register it or flatten the inputs"),
+]
+_DYNAMIC_MARKERS = (
+    "Constraints violated",
+    "dynamic_shapes",
+    "specialized",
+    "user-specified ranges",
+    "dynamic shape",
+    "Dim(",
+)
+
+
+def export(
+    model: torch.nn.Module,
+    args: tuple,
+    kwargs: dict[str, Any] | None,
+    dynamic_shapes: Any,
+    strict: bool,
+) -> torch.export.ExportedProgram:
+    """Runs ``torch.export.export`` and raises :class:`ExportCaptureError` or :class:`DynamicShapeError`."""
+    begin = time.perf_counter()
+    try:
+        ep = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+    except Exception as e:
+        message = str(e)
+        hints = [advice for marker, advice in _HINTS if marker in message or marker in type(e).__name__]
+        mode = "strict" if strict else "non-strict"
+        text = f"torch.export.export ({mode}) failed: {type(e).__name__}: {message.strip()}"
+        if hints:
+            text += "\nWhat to try: " + "; ".join(hints)
+        if dynamic_shapes is not None and any(m in message for m in _DYNAMIC_MARKERS):
+            raise DynamicShapeError(
+                text + "\nThe dynamic_shapes spec does not fit what the model does with these dimensions; "
+                "follow torch's suggested fixes above, or use torch.export.Dim.DYNAMIC for an unnamed axis."
+            ) from e
+        raise ExportCaptureError(text) from e
+    logger.info("torch.export.export (strict=%s) took %.3fs", strict, time.perf_counter() - begin)
+    return ep

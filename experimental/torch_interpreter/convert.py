@@ -1,0 +1,229 @@
+"""``to_onnx``: capture with torch.export, translate the FX graph as exported, build the ONNX model."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import onnx
+import onnx_ir as ir
+import torch
+from torch.export.graph_signature import InputKind, OutputKind
+
+from . import capture, dynamic_shapes as ds
+from .builder import GraphBuilder
+from .dtypes import onnx_dtype
+from .errors import ConversionError, DynamicShapeError, InputMismatchError, InvalidModelError
+from .interpreter import Interpreter, missing_converters, raise_if_missing
+from .registry import Registry, default_registry
+from .saving import save
+
+logger = logging.getLogger(__name__)
+
+#: ONNX IR version written (onnxruntime 1.31 reads up to 13)
+IR_VERSION = 10
+DEFAULT_OPSET = 18
+
+
+def to_onnx(
+    model: torch.nn.Module | torch.export.ExportedProgram,
+    args: Any = (),
+    kwargs: dict[str, Any] | None = None,
+    dynamic_shapes: Any = None,
+    *,
+    strict: bool = False,
+    filename: str | os.PathLike | None = None,
+    target_opset: int = DEFAULT_OPSET,
+    external_data: bool | None = None,
+    as_ir: bool = False,
+    registry: Registry | None = None,
+    verbose: int = 0,
+) -> onnx.ModelProto | ir.Model:
+    """Converts a PyTorch model into ONNX through ``torch.export.export``.
+
+    The FX graph is translated as exported, without ``run_decompositions``: each aten op is
+    translated by the converter registered for its overload.
+
+    :param model: a ``torch.nn.Module``, or an ``ExportedProgram`` the user already has
+    :param args: positional inputs (a tuple; a single tensor is accepted)
+    :param kwargs: keyword inputs
+    :param dynamic_shapes: as ``torch.export.export`` takes it; a string names a dynamic axis
+        (``{0: "batch"}``) and one name shared by several inputs is one dimension
+    :param strict: capture with dynamo (``True``) or by tracing Python (``False``, default)
+    :param filename: also saves the model there, weights above 1 KB in ``filename + '.data'`` when
+        they total more than 1 MB (see ``external_data``)
+    :param target_opset: opset of the main domain (18 or more)
+    :param external_data: force (True) or forbid (False) the external data file
+    :param as_ir: return the ``onnx_ir.Model`` (weights shared with the torch model, no copy)
+        instead of an ``onnx.ModelProto``; when ``filename`` is given and weights are external, the
+        returned proto references ``filename + '.data'`` instead of holding a second copy of the weights
+    :param registry: converters to use (default: the project's)
+    :param verbose: 0 silent, 1 logs the steps and timings, 2 every node
+    :return: the ONNX model
+
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import to_onnx
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU())
+        >>> onx = to_onnx(model, (torch.randn(2, 4),), dynamic_shapes=({0: "batch"},))
+        >>> [n.op_type for n in onx.graph.node]
+        ['Gemm', 'Gelu']
+        >>> onx.graph.input[0].type.tensor_type.shape.dim[0].dim_param
+        'batch'
+    """
+    with _verbosity(verbose):
+        begin = time.perf_counter()
+        if target_opset < 18:
+            raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
+        registry = registry or _default_registry()
+        if isinstance(model, torch.export.ExportedProgram):
+            if dynamic_shapes is not None:
+                raise DynamicShapeError(
+                    "dynamic_shapes cannot be given with an ExportedProgram: its shapes were fixed when it was "
+                    "exported; pass dynamic_shapes to torch.export.export instead"
+                )
+            ep, names = model, {}
+        elif isinstance(model, torch.nn.Module):
+            args, kwargs = _normalize_inputs(args, kwargs)
+            bound = ds.bind_inputs(model.forward, args, kwargs)
+            spec = ds.normalize(bound, args, kwargs, dynamic_shapes)
+            ep = capture.export(model, args, kwargs, spec.torch_spec, strict)
+            names = ds.symbol_names(ep, spec)
+        else:
+            raise InvalidModelError(
+                f"to_onnx expects a torch.nn.Module or a torch.export.ExportedProgram, not "
+                f"{type(model).__module__}.{type(model).__name__}; wrap a function in a Module whose "
+                "forward calls it"
+            )
+        exported = time.perf_counter()
+        raise_if_missing(missing_converters(ep.graph_module, registry))
+        onnx_model = translate(ep, registry, names, target_opset)
+        translated = time.perf_counter()
+        logger.info(
+            "export %.3fs, translation %.3fs, %d nodes",
+            exported - begin,
+            translated - exported,
+            len(onnx_model.graph),
+        )
+        if filename is not None:
+            save(onnx_model, filename, external_data=external_data)
+            if as_ir:
+                return onnx_model
+            return onnx.load(os.fspath(filename), load_external_data=False)
+        return onnx_model if as_ir else ir.to_proto(onnx_model)
+
+
+def translate(
+    ep: torch.export.ExportedProgram, registry: Registry, dim_names: dict[str, str], opset: int
+) -> ir.Model:
+    """Translates an ExportedProgram into an ``onnx_ir.Model``."""
+    builder = GraphBuilder(opset)
+    interpreter = Interpreter(builder, registry, dim_names)
+    signature = ep.graph_signature
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    env: dict[torch.fx.Node, Any] = {}
+    for node, spec in zip(placeholders, signature.input_specs):
+        env[node] = _placeholder_value(ep, builder, interpreter, node, spec)
+    outputs = interpreter.run(ep.graph_module, env)
+    user = [v for v, spec in zip(outputs, signature.output_specs) if spec.kind == OutputKind.USER_OUTPUT]
+    mutated = [spec for spec in signature.output_specs if spec.kind == OutputKind.USER_INPUT_MUTATION]
+    if mutated:
+        logger.warning("inputs %s are mutated in place by the model; ONNX returns no such mutation", mutated)
+    for value, name in zip(user, _output_names(ep, len(user))):
+        if isinstance(value, ir.Value):
+            builder.output(value, name)
+        elif value is not None:
+            builder.output(builder.const(value), name)
+    return builder.to_model(ir_version=IR_VERSION)
+
+
+def _placeholder_value(ep, builder, interpreter, node, spec) -> Any:
+    val = node.meta.get("val")
+    if spec.kind == InputKind.USER_INPUT:
+        if isinstance(val, torch.Tensor):
+            return builder.input(node.name, onnx_dtype(val.dtype), interpreter.onnx_shape(val))
+        if isinstance(val, torch.SymInt):
+            return builder.input(node.name, ir.DataType.INT64, [])
+        return getattr(spec.arg, "value", val)  # a Python constant, specialized by torch.export
+    if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+        tensor = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
+        return builder.initializer(spec.target, tensor)
+    raise ConversionError(f"placeholder {node.name!r} of kind {spec.kind.name} is not supported")
+
+
+def _output_names(ep: torch.export.ExportedProgram, count: int) -> list[str]:
+    """``logits``, ``output_0``, ``past_key_values.0.key``: names from the output's pytree structure."""
+    spec = ep.call_spec.out_spec
+    paths = list(_spec_paths(spec, [])) if spec is not None else []
+    if len(paths) != count:
+        return [None] * count
+    names = []
+    for path in paths:
+        if not path:
+            names.append("output")
+        elif isinstance(path[0], int):
+            names.append(".".join(["output_" + str(path[0])] + [str(p) for p in path[1:]]))
+        else:
+            names.append(".".join(str(p) for p in path))
+    return names
+
+
+def _spec_paths(spec, prefix: list) -> Iterator[list]:
+    if spec.is_leaf():
+        yield prefix
+        return
+    children = spec.children_specs
+    ctx = spec.context
+    if isinstance(ctx, (list, tuple)) and len(ctx) == len(children) and all(isinstance(k, str) for k in ctx):
+        keys = list(ctx)
+    elif hasattr(ctx, "_fields"):
+        keys = list(ctx._fields)
+    else:
+        keys = list(range(len(children)))
+    for key, child in zip(keys, children):
+        yield from _spec_paths(child, prefix + [key])
+
+
+def _normalize_inputs(args: Any, kwargs: Any) -> tuple[tuple, dict]:
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    elif isinstance(args, list):
+        args = tuple(args)
+    elif not isinstance(args, tuple):
+        raise InputMismatchError(
+            f"args must be a tuple of inputs (e.g. (x,)), not {type(args).__name__}; pass keyword inputs in kwargs"
+        )
+    if kwargs is None:
+        kwargs = {}
+    elif not isinstance(kwargs, dict):
+        raise InputMismatchError(f"kwargs must be a dict, not {type(kwargs).__name__}")
+    return args, kwargs
+
+
+def _default_registry() -> Registry:
+    from . import ops  # noqa: F401  (fills the registry once per process)
+
+    return default_registry
+
+
+@contextlib.contextmanager
+def _verbosity(verbose: int) -> Iterator[None]:
+    if not verbose:
+        yield
+        return
+    package_logger = logging.getLogger("experimental.torch_interpreter")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+    saved = package_logger.level
+    package_logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+    package_logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        package_logger.removeHandler(handler)
+        package_logger.setLevel(saved)

@@ -1,0 +1,47 @@
+"""Exceptions raised by the converter.
+
+Every failure a user can meet derives from :class:`TorchInterpreterError`, so a notebook can catch
+one type. Messages name what failed (aten op, FX node, the user's source line) and what to try.
+"""
+
+from __future__ import annotations
+
+
+class TorchInterpreterError(Exception):
+    """Base class of every error raised by :mod:`experimental.torch_interpreter`."""
+
+
+class InvalidModelError(TorchInterpreterError, TypeError):
+    """The object given to :func:`to_onnx` is neither a ``torch.nn.Module`` nor an ``ExportedProgram``."""
+
+
+class InputMismatchError(TorchInterpreterError, ValueError):
+    """The inputs do not match the model's ``forward`` signature, or the feeds do not match the ONNX inputs."""
+
+
+class DynamicShapeError(TorchInterpreterError, ValueError):
+    """A ``dynamic_shapes`` specification does not fit the inputs, or a dynamic dimension became static."""
+
+
+class ExportCaptureError(TorchInterpreterError, RuntimeError):
+    """``torch.export.export`` failed; the original exception is chained as ``__cause__``."""
+
+
+class UnsupportedOpError(TorchInterpreterError, NotImplementedError):
+    """The exported graph contains operators without a converter.
+
+    ``missing`` maps each operator name to the list of ``(fx_node_name, source_line)`` using it,
+    so that all missing operators are reported at once.
+    """
+
+    def __init__(self, message: str, missing: dict[str, list[tuple[str, str]]]):
+        super().__init__(message)
+        self.missing = missing
+
+
+class ConversionError(TorchInterpreterError, RuntimeError):
+    """A converter failed, or produced a type that disagrees with ``node.meta['val']``."""
+
+
+class RuntimeFeedError(InputMismatchError):
+    """The feeds given to :class:`InferenceSession` do not match the model inputs."""

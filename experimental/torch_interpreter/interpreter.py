@@ -1,0 +1,196 @@
+"""Interpreter: walks an FX graph and hands each node to its converter. It translates nothing itself."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import onnx_ir as ir
+import torch
+import torch.fx
+
+from .builder import GraphBuilder
+from .context import NodeContext
+from .dtypes import onnx_dtype
+from .dynamic_shapes import onnx_dim
+from .errors import ConversionError, TorchInterpreterError, UnsupportedOpError
+from .provenance import describe, node_metadata, source_line
+from .registry import Registry, target_key
+
+logger = logging.getLogger(__name__)
+
+
+def missing_converters(gm: torch.fx.GraphModule, registry: Registry) -> dict[str, list[tuple[str, str]]]:
+    """Every ``call_function`` target of ``gm`` and its submodules without a converter."""
+    missing: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target not in registry:
+            missing[target_key(node.target)].append((node.name, source_line(node)))
+        elif node.op == "get_attr":
+            sub = getattr(gm, node.target, None)
+            if isinstance(sub, torch.fx.GraphModule):
+                for key, uses in missing_converters(sub, registry).items():
+                    missing[key].extend(uses)
+    return dict(missing)
+
+
+def raise_if_missing(missing: Mapping[str, list[tuple[str, str]]]) -> None:
+    if not missing:
+        return
+    lines = [f"{len(missing)} operator(s) have no converter:"]
+    for key, uses in sorted(missing.items()):
+        lines.append(f"  - {key}, used by {len(uses)} node(s), first {uses[0][0]!r} at {uses[0][1]}")
+    lines.append(
+        "Register a converter with experimental.torch_interpreter.register(<key>), "
+        "or rewrite the model code at the lines above; see registry.supported() for what is covered."
+    )
+    raise UnsupportedOpError("\n".join(lines), dict(missing))
+
+
+class Interpreter:
+    """Converts the nodes of an FX graph into ONNX nodes appended to ``builder``.
+
+    ``env`` maps FX nodes to ``ir.Value`` (tensors and dynamic sizes), tuples of them, or Python values.
+    """
+
+    def __init__(self, builder: GraphBuilder, registry: Registry, dim_names: Mapping[str, str]):
+        self.builder = builder
+        self.registry = registry
+        self.dim_names = dim_names
+        self.module: torch.fx.GraphModule | None = None
+        self._named: set[int] = set()  # values already named after an FX node
+
+    # -- public ----------------------------------------------------------------------------------------
+    def run(self, module: torch.fx.GraphModule, env: dict[torch.fx.Node, Any]) -> list[Any]:
+        """Converts every node of ``module.graph``; placeholders must already be in ``env``.
+
+        Returns the flattened values of the output node.
+        """
+        saved, self.module = self.module, module
+        try:
+            for node in module.graph.nodes:
+                if node.op == "placeholder":
+                    if node not in env:
+                        raise ConversionError(f"placeholder {node.name!r} has no value")
+                elif node.op == "output":
+                    return list(_flatten(self._lookup(node.args[0], env)))
+                elif node.op == "get_attr":
+                    env[node] = self.get_attr(node)
+                elif node.op == "call_function":
+                    env[node] = self.call_function(node, env)
+                else:
+                    raise ConversionError(
+                        f"{describe(node)}: FX nodes of kind {node.op!r} do not appear in exported programs"
+                    )
+        finally:
+            self.module = saved
+        return []
+
+    def inline(self, module: torch.fx.GraphModule, inputs: Sequence[Any]) -> list[Any]:
+        """Translates a submodule (e.g. the body of ``wrap_with_set_grad_enabled``) in place."""
+        placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(inputs):
+            raise ConversionError(f"submodule expects {len(placeholders)} inputs, got {len(inputs)}")
+        return self.run(module, dict(zip(placeholders, inputs)))
+
+    def onnx_shape(self, val: torch.Tensor) -> list[int | str]:
+        return [onnx_dim(d, self.dim_names) for d in val.shape]
+
+    # -- node kinds ------------------------------------------------------------------------------------
+    def get_attr(self, node: torch.fx.Node) -> Any:
+        attr = getattr(self.module, node.target)
+        if isinstance(attr, torch.Tensor):
+            return self.builder.initializer(node.target, attr)
+        return attr  # submodules are handed to the converters of higher-order ops
+
+    def call_function(self, node: torch.fx.Node, env: Mapping[torch.fx.Node, Any]) -> Any:
+        converter = self.registry.get(node.target)
+        if converter is None:
+            raise_if_missing({target_key(node.target): [(node.name, source_line(node))]})
+        args = self._lookup(node.args, env)
+        kwargs = self._lookup(node.kwargs, env)
+        start = len(self.builder.nodes)
+        ctx = NodeContext(self, node)
+        try:
+            with self.builder.scope(node.name, node_metadata(node)):
+                result = converter(ctx, *args, **kwargs)
+        except TorchInterpreterError:
+            raise
+        except Exception as e:
+            raise ConversionError(
+                f"converting {describe(node)} failed: {type(e).__name__}: {e}\n"
+                f"The converter is {converter.__module__}.{converter.__qualname__}; "
+                "the node's inputs were " + _describe_inputs(node)
+            ) from e
+        created = {id(n) for n in self.builder.nodes[start:]}
+        self._annotate(node, result, node.meta.get("val"), created, node.name)
+        logger.debug("%s -> %d ONNX node(s)", node.name, len(created))
+        return result
+
+    # -- helpers ---------------------------------------------------------------------------------------
+    def _lookup(self, arg: Any, env: Mapping[torch.fx.Node, Any]) -> Any:
+        if isinstance(arg, torch.fx.Node):
+            return env[arg]
+        if isinstance(arg, (list, tuple)):
+            return type(arg)(self._lookup(a, env) for a in arg)
+        if isinstance(arg, dict):
+            return {k: self._lookup(v, env) for k, v in arg.items()}
+        return arg
+
+    def _annotate(self, node: torch.fx.Node, result: Any, val: Any, created: set[int], name: str) -> None:
+        """Checks ``result`` against PyTorch's ``val``, then names and shapes the new values."""
+        if isinstance(val, (tuple, list)):
+            if not isinstance(result, (tuple, list)) or len(result) != len(val):
+                raise ConversionError(
+                    f"the converter of {describe(node)} returned {type(result).__name__} but PyTorch "
+                    f"produces {len(val)} outputs"
+                )
+            for i, (r, v) in enumerate(zip(result, val)):
+                if r is not None:
+                    self._annotate(node, r, v, created, f"{name}_{i}" if i else name)
+            return
+        if not isinstance(result, ir.Value):
+            return  # Python value: a static size or a constant
+        if isinstance(val, torch.Tensor):
+            expected, shape = onnx_dtype(val.dtype), self.onnx_shape(val)
+        elif isinstance(val, (torch.SymInt, int)):
+            expected, shape = ir.DataType.INT64, None
+        elif isinstance(val, (torch.SymBool, bool)):
+            expected, shape = ir.DataType.BOOL, None
+        else:
+            return
+        if result.dtype is not None and result.dtype != expected:
+            raise ConversionError(
+                f"the converter of {describe(node)} produced {result.dtype.name} but PyTorch computes "
+                f"{expected.name}; the converter must cast its result"
+            )
+        producer = result.producer()
+        if producer is not None and id(producer) in created and id(result) not in self._named:
+            result.dtype = expected
+            if shape is not None:
+                result.shape = ir.Shape(shape)
+            elif isinstance(val, (torch.SymInt, torch.SymBool, int, bool)) and result.shape is None:
+                result.shape = ir.Shape([])
+            self.builder.rename(result, name)
+            self._named.add(id(result))
+
+
+def _flatten(value: Any) -> Iterable[Any]:
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _flatten(v)
+    else:
+        yield value
+
+
+def _describe_inputs(node: torch.fx.Node) -> str:
+    parts = []
+    for arg in node.args:
+        val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+        if isinstance(val, torch.Tensor):
+            parts.append(f"Tensor({val.dtype}, {tuple(val.shape)})")
+        else:
+            parts.append(repr(val))
+    return "(" + ", ".join(parts) + ")"

@@ -1,0 +1,18 @@
+"""Converters, one module per op family. Importing this package registers them all."""
+
+from . import (  # noqa: F401
+    activation,
+    attention,
+    comparison,
+    conv_pool,
+    creation,
+    elementwise,
+    higher_order,
+    indexing,
+    linalg,
+    normalization,
+    passthrough,
+    reduction,
+    shape,
+    symbolic,
+)

@@ -1,0 +1,56 @@
+"""Nodes that carry no computation before decomposition: asserts, aliases, copies, casts, dropout."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from ..context import NodeContext
+from ..registry import register
+from ._helpers import FLOAT
+
+
+@register(
+    "aten::_assert_tensor_metadata.default",
+    "aten::_assert_scalar.default",
+    "aten::_assert_async.msg",
+    "aten::sym_constrain_range_for_size.default",
+    "aten::sym_constrain_range.default",
+    "aten::_functional_assert_async.msg",
+)
+def aten_assert(ctx: NodeContext, *args, **kwargs) -> None:
+    """Checks torch.export keeps in the graph; ONNX has nothing to check at runtime."""
+    return None
+
+
+@register(
+    "aten::alias.default",
+    "aten::detach.default",
+    "aten::detach_.default",
+    "aten::lift_fresh_copy.default",
+    "aten::clone.default",
+    "aten::contiguous.default",
+    "aten::view_as.default",
+)
+def aten_identity(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
+    """alias(Tensor(a) self) -> Tensor(a): the value itself, no ONNX node."""
+    return self
+
+
+@register("aten::to.dtype", "aten::to.device", "aten::to.dtype_layout", "aten::_to_copy.default", "aten::type_as.default")
+def aten_to(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
+    """to(Tensor self, ..., ScalarType dtype, ...) -> Tensor: a Cast when the dtype changes, nothing else."""
+    return ctx.cast(self, ctx.out_dtype)
+
+
+@register("aten::to.other")
+def aten_to_other(ctx: NodeContext, self: ir.Value, other: ir.Value, *args, **kwargs) -> ir.Value:
+    return ctx.cast(self, ctx.out_dtype)
+
+
+@register("aten::dropout.default", "aten::feature_dropout.default", "aten::alpha_dropout.default")
+def aten_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool) -> ir.Value:
+    """dropout(Tensor input, float p, bool train) -> Tensor: identity in eval, ONNX Dropout in training."""
+    if not train or p == 0:
+        return input
+    ratio = ctx.const(float(p), input.dtype if input.dtype != ir.DataType.DOUBLE else FLOAT)
+    return ctx.op("Dropout", input, ratio, ctx.const(True, ir.DataType.BOOL))

@@ -1,0 +1,61 @@
+"""Where an FX node came from: module scope and the user's source line, read from ``node.meta``."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import torch
+import torch.fx
+
+from .registry import target_key
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n\s*(?P<code>[^\n]*)')
+
+
+def source_line(node: torch.fx.Node) -> str:
+    """The innermost frame outside torch that created ``node``, as ``file:line in func: code``.
+
+    Returns ``"<unknown source>"`` when the exporter recorded no stack trace.
+    """
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return "<unknown source>"
+    frames = list(_FRAME.finditer(trace))
+    if not frames:
+        return trace.strip().splitlines()[-1]
+    user = [f for f in frames if not f["file"].startswith(_TORCH_DIR)]
+    last = (user or frames)[-1]
+    return f"{last['file']}:{last['line']} in {last['func']}: {last['code'].strip()}"
+
+
+def module_scope(node: torch.fx.Node) -> str:
+    """Dotted path and class of the innermost module that called ``node``, ``""`` at top level."""
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return ""
+    path, cls = list(stack.values())[-1]
+    cls_name = cls if isinstance(cls, str) else getattr(cls, "__qualname__", str(cls))
+    return f"{path}: {cls_name}" if path else cls_name
+
+
+def node_metadata(node: torch.fx.Node) -> dict[str, str]:
+    """The ``metadata_props`` every ONNX node created for ``node`` carries."""
+    meta = {"pkg.torch.fx_node": node.name}
+    if node.op == "call_function":
+        meta["pkg.torch.target"] = target_key(node.target)
+    scope = module_scope(node)
+    if scope:
+        meta["pkg.torch.module_scope"] = scope
+    if node.meta.get("stack_trace"):
+        meta["pkg.torch.source"] = source_line(node)
+    return meta
+
+
+def describe(node: torch.fx.Node) -> str:
+    """One line naming the FX node, its target and its source, for error messages."""
+    target = target_key(node.target) if node.op == "call_function" else node.op
+    scope = module_scope(node)
+    where = f" in module {scope}" if scope else ""
+    return f"FX node {node.name!r} ({target}){where}, from {source_line(node)}"

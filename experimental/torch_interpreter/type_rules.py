@@ -1,0 +1,56 @@
+"""Element types of ONNX node outputs, so that every value the builder creates knows its type.
+
+This is not shape inference: it only tells the element type, which is enough to check a converter's
+result against ``node.meta['val']`` and to cast inputs where PyTorch promotes types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import onnx_ir as ir
+
+_BOOL_OPS = frozenset(
+    {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf"}
+)
+_INT64_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero"})
+# op type -> index of the input whose type the outputs take (default 0)
+_FROM_INPUT = {"Where": 1, "Expand": 0, "ScatterND": 0, "ScatterElements": 0}
+
+
+def output_dtypes(
+    op_type: str, domain: str, inputs: Sequence[ir.Value | None], attrs: Mapping[str, Any], num_outputs: int
+) -> list[ir.DataType | None]:
+    """Element types of the outputs of one node (None where unknown).
+
+    >>> output_dtypes("Cast", "", [], {"to": ir.DataType.INT64}, 1)
+    [<DataType.INT64: 7>]
+    """
+    if domain not in ("", "ai.onnx"):
+        return [None] * num_outputs
+    if op_type == "Cast":
+        return [ir.DataType(attrs["to"])]
+    if op_type == "CastLike":
+        return [inputs[1].dtype]
+    if op_type in _BOOL_OPS:
+        return [ir.DataType.BOOL] * num_outputs
+    if op_type in _INT64_OPS:
+        return [ir.DataType.INT64]
+    if op_type == "Constant":
+        return [attrs["value"].dtype]
+    if op_type == "ConstantOfShape":
+        value = attrs.get("value")
+        return [value.dtype if value is not None else ir.DataType.FLOAT]
+    if op_type == "TopK":
+        return [inputs[0].dtype, ir.DataType.INT64]
+    if op_type in ("LayerNormalization", "RMSNormalization"):
+        stash = ir.DataType(attrs.get("stash_type", 1))
+        return [inputs[0].dtype] + [stash] * (num_outputs - 1)
+    if op_type == "BatchNormalization":
+        return [inputs[0].dtype] + [inputs[3].dtype] * (num_outputs - 1)
+    if op_type == "EyeLike" and "dtype" in attrs:
+        return [ir.DataType(attrs["dtype"])]
+    first = inputs[_FROM_INPUT.get(op_type, 0)] if inputs else None
+    dtype = first.dtype if first is not None else None
+    return [dtype] * num_outputs
