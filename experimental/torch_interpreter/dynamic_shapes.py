@@ -92,44 +92,86 @@ def _walk(value: Any, spec: Any, path: str, shared: dict, axes: dict) -> Any:
     return spec
 
 
+def _entries(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict) -> list[tuple[str, Any, Any]]:
+    """``(parameter name, value, path)`` per bound argument; for ``*args`` the value is a tuple and
+    the path a list of paths (one per element)."""
+    if bound is None:
+        return [(f"args_{i}", a, f"[0][{i}]") for i, a in enumerate(args)] + [
+            (k, v, f"[1][{k!r}]") for k, v in kwargs.items()
+        ]
+    entries, position = [], 0
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind == inspect.Parameter.VAR_POSITIONAL:
+            entries.append((name, value, [f"[0][{position + j}]" for j in range(len(value))]))
+            position += len(value)
+        elif kind == inspect.Parameter.VAR_KEYWORD:
+            entries.append((name, value, {k: f"[1][{k!r}]" for k in value}))
+        elif kind != inspect.Parameter.KEYWORD_ONLY and position < len(args):
+            entries.append((name, value, f"[0][{position}]"))
+            position += 1
+        else:
+            entries.append((name, value, f"[1][{name!r}]"))
+    return entries
+
+
+def _walk_entry(value: Any, path: Any, spec: Any, shared: dict, axes: dict) -> Any:
+    if isinstance(path, list):  # *args: one spec per element
+        if spec is None:
+            return None
+        if not isinstance(spec, (list, tuple)) or len(spec) != len(value):
+            raise DynamicShapeError(f"the dynamic shapes of *args must be a tuple of {len(value)} entries")
+        return tuple(_walk(v, s, p, shared, axes) for v, p, s in zip(value, path, spec))
+    if isinstance(path, dict):  # **kwargs
+        if spec is None:
+            return None
+        return {k: _walk(value[k], s, path[k], shared, axes) for k, s in spec.items()}
+    return _walk(value, spec, path, shared, axes)
+
+
 def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, dynamic_shapes: Any) -> DimSpec:
-    """Replaces string names by shared ``torch.export.Dim`` and checks the spec against the inputs."""
+    """Replaces string names by shared ``torch.export.Dim`` and checks the spec against the inputs.
+
+    ``dynamic_shapes`` is a dict keyed by argument name, or a tuple with one entry per argument; for
+    a ``forward(*args)`` the tuple may also have one entry per positional input.
+    """
     if dynamic_shapes is None:
         return DimSpec(None)
     shared: dict[str, torch.export.Dim] = {}
     axes: dict[str, dict[int, str | None]] = {}
-    # paths of each top-level input inside (args, kwargs), as torch.export flattens them
-    positions = {}
-    for i in range(len(args)):
-        positions[i] = f"[0][{i}]"
-    names = list(bound.arguments) if bound is not None else []
-    by_name = {}
-    for i, name in enumerate(names[: len(args)]):
-        by_name[name] = (args[i], f"[0][{i}]")
-    for key, val in kwargs.items():
-        by_name[key] = (val, f"[1][{key!r}]")
+    entries = _entries(bound, args, kwargs)
     if isinstance(dynamic_shapes, Mapping):
-        unknown = set(dynamic_shapes) - set(by_name)
+        names = [e[0] for e in entries]
+        unknown = set(dynamic_shapes) - set(names)
         if unknown:
-            raise DynamicShapeError(
-                f"dynamic_shapes names {sorted(unknown)} but the inputs are {sorted(by_name)}"
-            )
-        spec = {k: _walk(by_name[k][0], s, by_name[k][1], shared, axes) for k, s in dynamic_shapes.items()}
-    elif isinstance(dynamic_shapes, (list, tuple)):
-        ordered = list(by_name.values()) if by_name else [(a, positions[i]) for i, a in enumerate(args)]
-        if len(dynamic_shapes) != len(ordered):
-            raise DynamicShapeError(
-                f"dynamic_shapes has {len(dynamic_shapes)} entries but the model receives {len(ordered)} inputs; "
-                "give one entry per input (None for a static one) or a dict keyed by argument name"
-            )
-        spec = type(dynamic_shapes)(
-            _walk(v, s, p, shared, axes) for (v, p), s in zip(ordered, dynamic_shapes)
-        )
-    else:
+            raise DynamicShapeError(f"dynamic_shapes names {sorted(unknown)} but the inputs are {names}")
+        spec = {
+            name: _walk_entry(value, path, dynamic_shapes[name], shared, axes)
+            for name, value, path in entries
+            if name in dynamic_shapes
+        }
+        return DimSpec(spec, axes)
+    if not isinstance(dynamic_shapes, (list, tuple)):
         raise DynamicShapeError(
             f"dynamic_shapes must be a tuple (one entry per input) or a dict keyed by argument name, "
             f"not {type(dynamic_shapes).__name__}"
         )
+    var = [i for i, e in enumerate(entries) if isinstance(e[2], list)]
+    n_flat = sum(len(e[1]) if isinstance(e[2], list) else 1 for e in entries)
+    if var and len(dynamic_shapes) == n_flat and len(dynamic_shapes) != len(entries):
+        # one entry per positional input: group the *args part as torch.export expects
+        i, grouped = var[0], list(dynamic_shapes)
+        width = len(entries[i][1])
+        grouped[i : i + width] = [tuple(grouped[i : i + width])]
+        dynamic_shapes = type(dynamic_shapes)(grouped)
+    if len(dynamic_shapes) != len(entries):
+        raise DynamicShapeError(
+            f"dynamic_shapes has {len(dynamic_shapes)} entries but the model receives {len(entries)} inputs; "
+            "give one entry per input (None for a static one) or a dict keyed by argument name"
+        )
+    spec = type(dynamic_shapes)(
+        _walk_entry(value, path, s, shared, axes) for (_, value, path), s in zip(entries, dynamic_shapes)
+    )
     return DimSpec(spec, axes)
 
 

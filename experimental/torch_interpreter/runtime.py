@@ -88,6 +88,7 @@ class InferenceSession:
             logger.warning("could not create a CUDA session (%s), falling back to the CPU", e)
             self._sess = ort.InferenceSession(content, sess_options=sess_options, providers=[CPU])
         self._input_names = [i.name for i in self._sess.get_inputs()]
+        self._input_types = {i.name: i.type for i in self._sess.get_inputs()}
 
     def get_inputs(self) -> list[Any]:
         return self._sess.get_inputs()
@@ -115,35 +116,71 @@ class InferenceSession:
         feeds: Mapping[str, Any],
         run_options: ort.RunOptions | None = None,
     ) -> list[np.ndarray]:
-        """Runs the model; ``feeds`` values may be numpy arrays, torch tensors or Python scalars."""
-        self._check_feeds(feeds)
-        if CUDA in self.get_providers() and any(
-            isinstance(v, torch.Tensor) and v.is_cuda for v in feeds.values()
-        ):
-            return self._run_bound(output_names, feeds, run_options)
-        np_feeds = {k: to_numpy(v) for k, v in feeds.items()}
-        return self._sess.run(output_names, np_feeds, run_options)
+        """Runs the model; ``feeds`` values may be numpy arrays, torch tensors or Python scalars.
 
-    def _run_bound(self, output_names, feeds, run_options) -> list[np.ndarray]:
-        """CUDA tensors are bound in place (no copy to the host); outputs come back as numpy."""
+        Returns numpy arrays, as onnxruntime does (bfloat16 as ``ml_dtypes.bfloat16``).
+        """
+        return [_ortvalue_to_numpy(v) for v in self.run_ortvalues(output_names, feeds, run_options)]
+
+    def run_torch(
+        self,
+        output_names: Sequence[str] | None,
+        feeds: Mapping[str, Any],
+        run_options: ort.RunOptions | None = None,
+    ) -> list[torch.Tensor]:
+        """Same as :meth:`run` but returns torch tensors, shared with onnxruntime's buffers (no copy);
+        on a CUDA session they stay on the GPU."""
+        return [_ortvalue_to_torch(v) for v in self.run_ortvalues(output_names, feeds, run_options)]
+
+    def run_ortvalues(
+        self,
+        output_names: Sequence[str] | None,
+        feeds: Mapping[str, Any],
+        run_options: ort.RunOptions | None = None,
+    ) -> list[ort.OrtValue]:
+        """Runs the model on ``OrtValue``; torch feeds are passed through DLPack without a copy."""
+        self._check_feeds(feeds)
+        names = list(output_names) if output_names else [o.name for o in self._sess.get_outputs()]
         binding = self._sess.io_binding()
-        keep = []
         for name, value in feeds.items():
-            if isinstance(value, torch.Tensor) and value.is_cuda:
-                value = value.contiguous()
-                keep.append(value)
-                binding.bind_input(
-                    name,
-                    "cuda",
-                    value.device.index or 0,
-                    to_numpy(torch.empty(0, dtype=value.dtype)).dtype,
-                    list(value.shape),
-                    value.data_ptr(),
-                )
-            else:
-                binding.bind_cpu_input(name, to_numpy(value))
-        names = output_names or [o.name for o in self._sess.get_outputs()]
+            binding.bind_ortvalue_input(name, self._to_ortvalue(name, value))
+        device = "cuda" if CUDA in self.get_providers() else "cpu"
         for name in names:
-            binding.bind_output(name, "cpu")
+            binding.bind_output(name, device)
         self._sess.run_with_iobinding(binding, run_options)
-        return binding.copy_outputs_to_cpu()
+        return binding.get_outputs()
+
+    def _to_ortvalue(self, name: str, value: Any) -> ort.OrtValue:
+        if isinstance(value, ort.OrtValue):
+            return value
+        if isinstance(value, torch.Tensor):
+            value = value.detach()
+            if value.dtype != torch.bool:  # DLPack's bool is not read by onnxruntime
+                return ort.OrtValue.from_dlpack(value.contiguous())
+            value = value.cpu().numpy()
+        if not isinstance(value, np.ndarray):
+            value = np.asarray(value, dtype=_NUMPY_OF.get(self._input_types[name]))
+        return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value))
+
+
+_NUMPY_OF = {
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(float16)": np.float16,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(bool)": np.bool_,
+}
+
+
+def _ortvalue_to_torch(value: ort.OrtValue) -> torch.Tensor:
+    tensor = torch.from_dlpack(value)
+    return tensor.view(torch.bool) if value.data_type() == "tensor(bool)" else tensor
+
+
+def _ortvalue_to_numpy(value: ort.OrtValue) -> np.ndarray:
+    if value.data_type() == "tensor(bfloat16)":
+        return to_numpy(_ortvalue_to_torch(value))
+    if value.device_name().lower() != "cpu":
+        return to_numpy(_ortvalue_to_torch(value))
+    return value.numpy()

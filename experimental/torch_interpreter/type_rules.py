@@ -25,7 +25,7 @@ def output_dtypes(
     """Element types of the outputs of one node (None where unknown).
 
     >>> output_dtypes("Cast", "", [], {"to": ir.DataType.INT64}, 1)
-    [<DataType.INT64: 7>]
+    [INT64]
     """
     if domain not in ("", "ai.onnx"):
         return [None] * num_outputs

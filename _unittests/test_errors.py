@@ -1,0 +1,92 @@
+"""Errors are part of the product: each names what failed and what to try."""
+
+import os
+
+import pytest
+import torch
+
+from experimental.torch_interpreter import (
+    DynamicShapeError,
+    InferenceSession,
+    InputMismatchError,
+    InvalidModelError,
+    RuntimeFeedError,
+    TorchInterpreterError,
+    UnsupportedOpError,
+    to_onnx,
+)
+
+
+class TwoMissingOps(torch.nn.Module):
+    def forward(self, x):
+        y = torch.special.bessel_j0(x)
+        z = torch.special.bessel_j1(x)
+        return torch.special.bessel_j0(y + z)
+
+
+def test_unsupported_ops_are_listed_at_once(tmp_path):
+    target = tmp_path / "model.onnx"
+    with pytest.raises(UnsupportedOpError) as info:
+        to_onnx(TwoMissingOps(), (torch.randn(3),), filename=target)
+    message = str(info.value)
+    assert "2 operator(s) have no converter" in message
+    assert "aten::special_bessel_j0.default, used by 2 node(s)" in message
+    assert "aten::special_bessel_j1.default, used by 1 node(s)" in message
+    assert "test_errors.py" in message and "bessel_j0(x)" in message  # the user's source line
+    assert "register" in message  # what to try
+    assert set(info.value.missing) == {"aten::special_bessel_j0.default", "aten::special_bessel_j1.default"}
+    assert not os.listdir(tmp_path), "no half-written file"
+
+
+def test_not_a_module():
+    with pytest.raises(InvalidModelError, match="torch.nn.Module or a torch.export.ExportedProgram"):
+        to_onnx(lambda x: x + 1, (torch.randn(2),))
+
+
+def test_inputs_do_not_match_forward():
+    with pytest.raises(InputMismatchError, match="do not match Linear.forward"):
+        to_onnx(torch.nn.Linear(2, 2), (torch.randn(1, 2), torch.randn(1, 2)))
+
+
+def test_args_must_be_a_tuple():
+    with pytest.raises(InputMismatchError, match="args must be a tuple"):
+        to_onnx(torch.nn.Linear(2, 2), {"input": torch.randn(1, 2)})
+
+
+def test_dynamic_axis_out_of_range():
+    with pytest.raises(DynamicShapeError, match=r"rank 2\) but the dynamic shape spec names axis 2"):
+        to_onnx(torch.nn.Linear(2, 2), (torch.randn(3, 2),), dynamic_shapes=({2: "batch"},))
+
+
+def test_dynamic_shapes_wrong_arity():
+    with pytest.raises(DynamicShapeError, match="2 entries but the model receives 1 inputs"):
+        to_onnx(torch.nn.Linear(2, 2), (torch.randn(3, 2),), dynamic_shapes=({0: "batch"}, None))
+
+
+def test_dynamic_name_not_identifier():
+    with pytest.raises(DynamicShapeError, match="not a Python identifier"):
+        to_onnx(torch.nn.Linear(2, 2), (torch.randn(3, 2),), dynamic_shapes=({0: "batch size"},))
+
+
+class FixedBatch(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(3, 2) * 2
+
+
+def test_dynamic_axis_made_static_by_model(tmp_path):
+    with pytest.raises(DynamicShapeError) as info:
+        to_onnx(FixedBatch(), (torch.randn(3, 2),), dynamic_shapes=({0: "batch"},), filename=tmp_path / "m.onnx")
+    assert "batch" in str(info.value)
+    assert not os.listdir(tmp_path)
+
+
+def test_all_errors_share_one_base():
+    assert issubclass(UnsupportedOpError, TorchInterpreterError)
+    assert issubclass(DynamicShapeError, TorchInterpreterError)
+
+
+def test_runtime_feeds_checked():
+    onx = to_onnx(torch.nn.ReLU(), (torch.randn(3),))
+    sess = InferenceSession(onx)
+    with pytest.raises(RuntimeFeedError, match=r"missing \['input'\].*unknown \['x'\]"):
+        sess.run(None, {"x": torch.randn(3)})
