@@ -1,1 +1,175 @@
-"""(being written)"""
+"""Attention: ``scaled_dot_product_attention`` as one family (ONNX ``Attention`` from opset 23).
+
+torch.export keeps ``aten::scaled_dot_product_attention`` on CPU; the fused kernels
+(``_scaled_dot_product_flash_attention_for_cpu``...) only appear after decomposition, which we never run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+from ..context import NodeContext
+from ..registry import register
+from ._helpers import BOOL, FLOAT, INT64
+
+_ATTENTION_DTYPES = frozenset({FLOAT, ir.DataType.FLOAT16, ir.DataType.DOUBLE})
+
+
+def _meta(ctx: NodeContext, index: int, name: str) -> Any:
+    """FakeTensor of argument ``name`` (positional ``index`` or keyword), None when absent."""
+    if len(ctx.node.args) > index:
+        return ctx.arg_val(index)
+    return ctx.arg_val(name) if name in ctx.node.kwargs else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    return statically_known_true(a == b)
+
+
+def _dim(ctx: NodeContext, x: ir.Value, size: Any, axis: int) -> int | ir.Value:
+    """Size ``axis`` of ``x``: a Python int when static, else a 0-D INT64 value."""
+    if isinstance(size, int):
+        return size
+    shape = ctx.op("Shape", x, start=axis, end=axis + 1)
+    return ctx.op("Squeeze", shape, ctx.const([0], INT64))
+
+
+def _arange(ctx: NodeContext, n: int | ir.Value) -> ir.Value:
+    if isinstance(n, int):
+        return ctx.const(np.arange(n, dtype=np.int64))
+    return ctx.op("Range", ctx.const(0, INT64), n, ctx.const(1, INT64))
+
+
+def _repeat_heads(ctx: NodeContext, x: ir.Value, xv: Any, qv: Any, q: ir.Value) -> ir.Value:
+    """``x.repeat_interleave(Hq // Hx, dim=-3)``: Unsqueeze, Expand, Reshape (GQA)."""
+    r = xv.dim()
+    hq, hx = qv.shape[-3], xv.shape[-3]
+    if _same(hq, hx):
+        return x
+    hq_ = _dim(ctx, q, hq, qv.dim() - 3)
+    hx_ = _dim(ctx, x, hx, r - 3)
+    if isinstance(hq_, int) and isinstance(hx_, int):
+        groups: int | ir.Value = hq_ // hx_
+    else:
+        groups = ctx.op("Div", ctx.operand(hq_, INT64), ctx.operand(hx_, INT64))
+    x = ctx.op("Unsqueeze", x, ctx.const([r - 2], INT64))
+    x = ctx.op("Expand", x, ctx.int64s([1] * (r - 2) + [groups, 1, 1]))
+    last = _dim(ctx, x, xv.shape[-1], r)
+    return ctx.op("Reshape", x, ctx.int64s([0] * (r - 3) + [hq_, -1, last]))
+
+
+def _decomposed(
+    ctx: NodeContext,
+    q: ir.Value,
+    k: ir.Value,
+    v: ir.Value,
+    bias: ir.Value | None,
+    is_causal: bool,
+    scale: float | None,
+    enable_gqa: bool,
+    vals: tuple[Any, Any, Any],
+) -> ir.Value:
+    """softmax(Q·K^T * scale + bias)·V with sqrt(scale) applied to Q and K (as PyTorch's math kernel)."""
+    qv, kv, vv = vals
+    dtype = q.dtype
+    r = qv.dim()
+    if scale is not None:
+        factor: ir.Value | None = ctx.const(math.sqrt(scale), dtype)
+    elif isinstance(qv.shape[-1], int):
+        factor = ctx.const(qv.shape[-1] ** -0.25, dtype)
+    else:  # dynamic head size: E ** -0.25
+        e = ctx.cast(_dim(ctx, q, qv.shape[-1], r - 1), dtype)
+        factor = ctx.op("Pow", e, ctx.const(-0.25, dtype))
+    q = ctx.op("Mul", q, factor)
+    k = ctx.op("Mul", k, factor)
+    if enable_gqa:
+        k = _repeat_heads(ctx, k, kv, qv, q)
+        v = _repeat_heads(ctx, v, vv, qv, q)
+    perm = list(range(kv.dim()))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    scores = ctx.op("MatMul", q, ctx.op("Transpose", k, perm=perm))
+    if is_causal:  # torch.ones(L, S).tril(): top-left aligned
+        rows = _arange(ctx, _dim(ctx, q, qv.shape[-2], r - 2))
+        cols = _arange(ctx, _dim(ctx, k, kv.shape[-2], kv.dim() - 2))
+        keep = ctx.op("LessOrEqual", cols, ctx.op("Unsqueeze", rows, ctx.const([1], INT64)))
+        scores = ctx.op("Where", keep, scores, ctx.const(-math.inf, dtype))
+    if bias is not None:
+        scores = ctx.op("Add", scores, bias)
+    out = ctx.op("MatMul", ctx.op("Softmax", scores, axis=-1), v)
+    if bias is not None:
+        # Softmax gives NaN on a row of -inf; PyTorch returns 0 for such rows.
+        if ctx.opset >= 18:
+            row_max = ctx.op("ReduceMax", bias, ctx.const([-1], INT64), keepdims=1)
+        else:
+            row_max = ctx.op("ReduceMax", bias, axes=[-1], keepdims=1)
+        hidden = ctx.op("Equal", row_max, ctx.const(-math.inf, dtype))
+        out = ctx.op("Where", hidden, ctx.const(0, dtype), out)
+    return out
+
+
+@register("aten::scaled_dot_product_attention.default")
+def aten_scaled_dot_product_attention(
+    ctx: NodeContext,
+    query: ir.Value,
+    key: ir.Value,
+    value: ir.Value,
+    attn_mask: ir.Value | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> ir.Value:
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor
+
+    ONNX ``Attention`` for 4-D inputs when opset >= 23, else MatMul, Softmax, MatMul; a row the mask hides
+    entirely gives 0, as PyTorch does.
+    """
+    if dropout_p:
+        raise NotImplementedError(
+            f"scaled_dot_product_attention with dropout_p={dropout_p} is random: the export targets inference, "
+            "pass dropout_p=0.0 (e.g. `dropout_p=self.p if self.training else 0.0`)"
+        )
+    if attn_mask is not None and is_causal:
+        raise ValueError("scaled_dot_product_attention: attn_mask must not be set when is_causal=True")
+    qv, kv, vv = _meta(ctx, 0, "query"), _meta(ctx, 1, "key"), _meta(ctx, 2, "value")
+    mv = _meta(ctx, 3, "attn_mask") if attn_mask is not None else None
+    out_dtype = ctx.out_dtype
+    # onnxruntime has no bfloat16 kernels for this: compute in float and cast back.
+    dtype = FLOAT if out_dtype == ir.DataType.BFLOAT16 else out_dtype
+    q, k, v = (ctx.cast(x, dtype) for x in (query, key, value))
+    if scale is not None:
+        scale = float(scale)
+
+    use_attention = (
+        ctx.opset >= 23
+        and dtype in _ATTENTION_DTYPES
+        and qv.dim() == kv.dim() == vv.dim() == 4
+        and _same(qv.shape[0], kv.shape[0])
+        and _same(kv.shape[0], vv.shape[0])
+        and (enable_gqa or _same(qv.shape[1], kv.shape[1]))
+        and (mv is None or 2 <= mv.dim() <= 4)
+    )
+    if use_attention:
+        mask = None
+        if attn_mask is not None:
+            mask = attn_mask if attn_mask.dtype == BOOL else ctx.cast(attn_mask, dtype)
+            if not (_same(mv.shape[-2], qv.shape[-2]) and _same(mv.shape[-1], kv.shape[-2])):
+                # ONNX pads a short last dimension with -inf where PyTorch broadcasts it.
+                lengths = ctx.int64s([_dim(ctx, q, qv.shape[-2], 2), _dim(ctx, k, kv.shape[-2], 2)])
+                mask = ctx.op("Expand", mask, lengths)
+        out = ctx.op("Attention", q, k, v, mask, is_causal=int(is_causal), scale=scale)
+    else:
+        bias = None
+        if attn_mask is not None:
+            if attn_mask.dtype == BOOL:  # True keeps the position
+                bias = ctx.op("Where", attn_mask, ctx.const(0, dtype), ctx.const(-math.inf, dtype))
+            else:
+                bias = ctx.cast(attn_mask, dtype)
+        out = _decomposed(ctx, q, k, v, bias, is_causal, scale, enable_gqa, (qv, kv, vv))
+    return ctx.cast(out, out_dtype)
