@@ -120,7 +120,9 @@ class GraphBuilder:
         (a graph input, a weight, an outer-scope value, or a value already returned)."""
         producer = value.producer()
         if producer is None or id(producer) not in self._node_ids or value in self.outputs:
-            value = self.op("Identity", value)
+            copy = self.op("Identity", value)
+            copy.shape = value.shape
+            value = copy
         if name is not None and value.name != name:
             self.rename(value, name)
         self.outputs.append(value)

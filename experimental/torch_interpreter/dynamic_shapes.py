@@ -158,7 +158,12 @@ def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, d
         )
     var = [i for i, e in enumerate(entries) if isinstance(e[2], list)]
     n_flat = sum(len(e[1]) if isinstance(e[2], list) else 1 for e in entries)
-    if var and len(dynamic_shapes) == n_flat and len(dynamic_shapes) != len(entries):
+    native = len(dynamic_shapes) == len(entries) and all(
+        isinstance(dynamic_shapes[i], (list, tuple)) and len(dynamic_shapes[i]) == len(entries[i][1])
+        or dynamic_shapes[i] is None
+        for i in var
+    )
+    if var and len(dynamic_shapes) == n_flat and not native:
         # one entry per positional input: group the *args part as torch.export expects
         i, grouped = var[0], list(dynamic_shapes)
         width = len(entries[i][1])

@@ -1,1 +1,103 @@
-"""(being written)"""
+"""Comparisons and floating-point classification; every result is BOOL.
+
+Both operands are cast to the dtype PyTorch promotes them to before comparing (``int_tensor < 0.5``
+compares in float).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx_ir as ir
+
+from ..context import NodeContext
+from ..dtypes import FLOAT_TYPES
+from ..registry import register
+from ._helpers import kernel_op, promoted_dtype
+
+Scalar = Any  # an ir.Value or a Python number
+
+
+def _compare(ctx: NodeContext, op_type: str, a: Scalar, b: Scalar) -> ir.Value:
+    return kernel_op(ctx, op_type, a, b, dtype=promoted_dtype(ctx, 0, 1))
+
+
+@register("aten::eq.Tensor", "aten::eq.Scalar")
+def aten_eq(ctx: NodeContext, self: ir.Value, other: Scalar) -> ir.Value:
+    """eq.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return _compare(ctx, "Equal", self, other)
+
+
+@register("aten::ne.Tensor", "aten::ne.Scalar")
+def aten_ne(ctx: NodeContext, self: ir.Value, other: Scalar) -> ir.Value:
+    """ne.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return ctx.op("Not", _compare(ctx, "Equal", self, other))
+
+
+@register("aten::lt.Tensor", "aten::lt.Scalar")
+def aten_lt(ctx: NodeContext, self: ir.Value, other: Scalar) -> ir.Value:
+    """lt.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return _compare(ctx, "Less", self, other)
+
+
+@register("aten::le.Tensor", "aten::le.Scalar")
+def aten_le(ctx: NodeContext, self: ir.Value, other: Scalar) -> ir.Value:
+    """le.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return _compare(ctx, "LessOrEqual", self, other)
+
+
+@register("aten::gt.Tensor", "aten::gt.Scalar")
+def aten_gt(ctx: NodeContext, self: ir.Value, other: Scalar) -> ir.Value:
+    """gt.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return _compare(ctx, "Greater", self, other)
+
+
+@register("aten::ge.Tensor", "aten::ge.Scalar")
+def aten_ge(ctx: NodeContext, self: ir.Value, other: Scalar) -> ir.Value:
+    """ge.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return _compare(ctx, "GreaterOrEqual", self, other)
+
+
+def _all_false(ctx: NodeContext, x: ir.Value, value: bool = False) -> ir.Value:
+    """``value`` everywhere, for integer and bool inputs, which hold neither NaN nor infinity."""
+    return ctx.op("ConstantOfShape", ctx.op("Shape", x), value=ir.tensor([value]))
+
+
+@register("aten::isnan.default")
+def aten_isnan(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """isnan(Tensor self) -> Tensor"""
+    if self.dtype not in FLOAT_TYPES:
+        return _all_false(ctx, self)
+    return kernel_op(ctx, "IsNaN", self, dtype=self.dtype)
+
+
+def _isinf(ctx: NodeContext, x: ir.Value, positive: int = 1, negative: int = 1) -> ir.Value:
+    if x.dtype not in FLOAT_TYPES:
+        return _all_false(ctx, x)
+    return kernel_op(ctx, "IsInf", x, dtype=x.dtype, detect_positive=positive, detect_negative=negative)
+
+
+@register("aten::isinf.default")
+def aten_isinf(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """isinf(Tensor self) -> Tensor"""
+    return _isinf(ctx, self)
+
+
+@register("aten::isposinf.default")
+def aten_isposinf(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """isposinf(Tensor self) -> Tensor"""
+    return _isinf(ctx, self, negative=0)
+
+
+@register("aten::isneginf.default")
+def aten_isneginf(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """isneginf(Tensor self) -> Tensor"""
+    return _isinf(ctx, self, positive=0)
+
+
+@register("aten::isfinite.default")
+def aten_isfinite(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """isfinite(Tensor self) -> Tensor: neither NaN nor infinite."""
+    if self.dtype not in FLOAT_TYPES:
+        return _all_false(ctx, self, True)
+    return ctx.op("Not", ctx.op("Or", aten_isnan(ctx, self), _isinf(ctx, self)))
