@@ -30,6 +30,17 @@ _HINTS = [
     ),
     ("torch._dynamo.exc.Unsupported", "strict mode (dynamo) cannot trace this code; try strict=False"),
     ("Unsupported input type", "an input type is not a registered pytree node; register it or flatten the inputs"),
+    (
+        "Output-to-output aliasing",
+        "a body of a control-flow operator (scan, cond, while_loop, map) returns the same tensor twice, "
+        "e.g. a scan combine_fn `return [next_carry, next_carry]` (the carry also as scanned output); "
+        "these operators forbid aliased outputs: return a copy, `return [next_carry, next_carry.clone()]`",
+    ),
+    (
+        "Input-to-output aliasing",
+        "a body of a control-flow operator (scan, cond, while_loop, map) returns one of its inputs unchanged; "
+        "these operators forbid aliased outputs: return a copy, e.g. `x.clone()` instead of `x`",
+    ),
 ]
 _DYNAMIC_MARKERS = (
     "Constraints violated",
@@ -50,6 +61,9 @@ def export(
 ) -> torch.export.ExportedProgram:
     """Runs ``torch.export.export`` and raises :class:`ExportCaptureError` or :class:`DynamicShapeError`."""
     begin = time.perf_counter()
+    # torch 2.13 keeps dynamo caches for the bodies of scan/cond/while_loop between exports: a second
+    # export of such a model can then get wrong guards (dynamic dims fixed to constants). Start clean.
+    torch._dynamo.reset()
     try:
         ep = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
     except Exception as e:

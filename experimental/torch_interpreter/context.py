@@ -110,3 +110,13 @@ class NodeContext:
     def subgraph(self, module: torch.fx.GraphModule, inputs: Sequence[Any]) -> list[Any]:
         """Translates ``module``'s graph inline, its placeholders bound to ``inputs``; returns its outputs."""
         return self.interpreter.inline(module, inputs)
+
+    def translate_subgraph(self, module: torch.fx.GraphModule, inputs: Sequence[Any], name: str) -> ir.Graph:
+        """Translates ``module`` into an ONNX subgraph (a body of If, Loop, Scan), by the same converters.
+
+        ``inputs`` has one entry per placeholder: ``None`` makes it an input of the subgraph, typed and
+        shaped from the placeholder's ``meta['val']``; a value (an ``ir.Value`` of an enclosing graph, or
+        a Python value) binds the placeholder to it, read from the outer scope without copy. The
+        subgraph's outputs are the module's outputs, typed from their ``meta['val']``.
+        """
+        return self.interpreter.translate_subgraph(module, inputs, name)

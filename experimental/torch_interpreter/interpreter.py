@@ -98,6 +98,56 @@ class Interpreter:
     def onnx_shape(self, val: torch.Tensor) -> list[int | str]:
         return [onnx_dim(d, self.dim_names) for d in val.shape]
 
+    # -- subgraphs (bodies of If, Loop, Scan) ------------------------------------------------------------
+    def child(self) -> Interpreter:
+        """An interpreter filling a new subgraph, sharing names, registry and dim names with this one."""
+        builder = GraphBuilder(self.builder.opset, names=self.builder.names, parent=self.builder)
+        return Interpreter(builder, self.registry, self.dim_names)
+
+    def subgraph_input(self, name: str, val: Any) -> ir.Value:
+        """A new input of this interpreter's graph, typed and shaped like ``val`` (a FakeTensor or SymInt)."""
+        if isinstance(val, torch.Tensor):
+            return self.builder.input(name, onnx_dtype(val.dtype), self.onnx_shape(val))
+        if isinstance(val, (torch.SymInt, int)):
+            return self.builder.input(name, ir.DataType.INT64, [])
+        if isinstance(val, (torch.SymBool, bool)):
+            return self.builder.input(name, ir.DataType.BOOL, [])
+        raise ConversionError(f"a subgraph input cannot be a {type(val).__name__} ({val!r})")
+
+    def subgraph_outputs(self, outputs: Sequence[Any], vals: Sequence[Any]) -> None:
+        """Marks ``outputs`` as the outputs of this interpreter's graph, typed from ``vals`` (meta['val'])."""
+        for value, val in zip(outputs, vals):
+            if not isinstance(value, ir.Value):  # a static size or a Python constant
+                value = self.builder.const(value, _PYTHON_DTYPES.get(type(value)))
+            self.builder.output(value)
+            out = self.builder.outputs[-1]
+            if isinstance(val, torch.Tensor):
+                out.dtype = onnx_dtype(val.dtype)
+                if out.shape is None:
+                    out.shape = ir.Shape(self.onnx_shape(val))
+            elif out.shape is None:
+                out.shape = ir.Shape([])
+
+    def translate_subgraph(self, module: torch.fx.GraphModule, inputs: Sequence[Any], name: str) -> ir.Graph:
+        """Translates ``module`` into an ONNX subgraph (see :meth:`NodeContext.translate_subgraph`)."""
+        child = self.child()
+        placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+        bound = [
+            child.subgraph_input(node.name, node.meta.get("val")) if value is None else value
+            for node, value in zip(placeholders, inputs)
+        ]
+        outputs = child.inline(module, bound)
+        child.subgraph_outputs(outputs, output_vals(module))
+        return child.to_subgraph(name)
+
+    def to_subgraph(self, name: str) -> ir.Graph:
+        """The graph this (child) interpreter built; opsets of other domains go to the parent graph."""
+        parent = self.builder.parent
+        if parent is not None:
+            for domain, version in self.builder.extra_opsets.items():
+                parent.extra_opsets.setdefault(domain, version)
+        return self.builder.to_graph(name=name)
+
     # -- node kinds ------------------------------------------------------------------------------------
     def get_attr(self, node: torch.fx.Node) -> Any:
         attr = getattr(self.module, node.target)
@@ -175,6 +225,15 @@ class Interpreter:
                 result.shape = ir.Shape([])
             self.builder.rename(result, name)
             self._named.add(id(result))
+
+
+_PYTHON_DTYPES = {bool: ir.DataType.BOOL, int: ir.DataType.INT64, float: ir.DataType.FLOAT}
+
+
+def output_vals(module: torch.fx.GraphModule) -> list[Any]:
+    """``meta['val']`` of each (flattened) output of ``module``, or the Python value returned."""
+    output = next(n for n in reversed(module.graph.nodes) if n.op == "output")
+    return [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in _flatten(output.args[0])]
 
 
 def _flatten(value: Any) -> Iterable[Any]:

@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     activation,
     attention,
     comparison,
+    control_flow,
     conv_pool,
     creation,
     elementwise,
