@@ -1,1 +1,256 @@
-"""(being written)"""
+"""Activations: relu family, gelu, silu, sigmoid, softmax, elu family, softplus, mish, glu, prelu, threshold.
+
+One ONNX op where ONNX has it (run in float32 where onnxruntime lacks the type, see ``kernel_op``);
+formulas of several nodes run in float32 for float16 and bfloat16, as PyTorch does on CPU.
+The in-place overloads (``relu_``) return the new value: the FX graph uses it, not the mutated input.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import onnx_ir as ir
+
+from ..context import NodeContext
+from ..registry import register
+from ._helpers import INT64, kernel_op, opmath_dtype
+
+Scalar = Any  # a Python number
+
+
+def _op(ctx: NodeContext, op_type: str, x: ir.Value, **attrs: Any) -> ir.Value:
+    """One activation op on ``x``, with the node's output type."""
+    return kernel_op(ctx, op_type, x, dtype=ctx.out_dtype, **attrs)
+
+
+def _c(ctx: NodeContext, value: float, like: ir.Value) -> ir.Value:
+    return ctx.const(value, like.dtype)
+
+
+@register("aten::relu.default", "aten::relu_.default")
+def aten_relu(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """relu(Tensor self) -> Tensor"""
+    return _op(ctx, "Relu", self)
+
+
+@register("aten::relu6.default", "aten::relu6_.default")
+def aten_relu6(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """relu6(Tensor self) -> Tensor"""
+    return aten_hardtanh(ctx, self, 0, 6)
+
+
+@register("aten::hardtanh.default", "aten::hardtanh_.default")
+def aten_hardtanh(ctx: NodeContext, self: ir.Value, min_val: Scalar = -1, max_val: Scalar = 1) -> ir.Value:
+    """hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"""
+    return kernel_op(ctx, "Clip", self, min_val, max_val, dtype=ctx.out_dtype)
+
+
+@register("aten::gelu.default", "aten::gelu_.default")
+def aten_gelu(ctx: NodeContext, self: ir.Value, *, approximate: str = "none") -> ir.Value:
+    """gelu(Tensor self, *, str approximate='none') -> Tensor
+
+    ONNX Gelu from opset 20; before, ``x/2 * (1 + erf(x/sqrt(2)))`` or its tanh approximation.
+    """
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: unexpected approximate={approximate!r}")
+    if ctx.opset >= 20:
+        return _op(ctx, "Gelu", self, approximate=approximate)
+    x = ctx.cast(self, opmath_dtype(self.dtype))
+    if approximate == "tanh":
+        cube = ctx.op("Mul", x, ctx.op("Mul", x, x))
+        inner = ctx.op("Add", x, ctx.op("Mul", cube, _c(ctx, 0.044715, x)))
+        t = kernel_op(ctx, "Tanh", ctx.op("Mul", inner, _c(ctx, math.sqrt(2 / math.pi), x)), dtype=x.dtype)
+    else:
+        t = kernel_op(ctx, "Erf", ctx.op("Mul", x, _c(ctx, math.sqrt(0.5), x)), dtype=x.dtype)
+    y = ctx.op("Mul", ctx.op("Mul", x, _c(ctx, 0.5, x)), ctx.op("Add", t, _c(ctx, 1.0, x)))
+    return ctx.cast(y, ctx.out_dtype)
+
+
+@register("aten::silu.default", "aten::silu_.default")
+def aten_silu(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """silu(Tensor self) -> Tensor: ``x * sigmoid(x)``."""
+    x = ctx.cast(self, opmath_dtype(self.dtype))
+    return ctx.cast(ctx.op("Mul", x, kernel_op(ctx, "Sigmoid", x, dtype=x.dtype)), ctx.out_dtype)
+
+
+@register("aten::sigmoid.default", "aten::sigmoid_.default")
+def aten_sigmoid(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """sigmoid(Tensor self) -> Tensor (integers give floats)"""
+    return _op(ctx, "Sigmoid", ctx.cast(self, ctx.out_dtype))
+
+
+def _softmax(ctx: NodeContext, op_type: str, self: ir.Value, dim: int) -> ir.Value:
+    rank = ctx.rank(self)
+    x = ctx.cast(self, ctx.out_dtype)
+    if rank == 0:  # ONNX needs an axis
+        zero = ctx.const([0], INT64)
+        y = _op(ctx, op_type, ctx.op("Unsqueeze", x, zero), axis=0)
+        return ctx.op("Squeeze", y, zero)
+    return _op(ctx, op_type, x, axis=dim)
+
+
+@register("aten::softmax.int")
+def aten_softmax_int(ctx: NodeContext, self: ir.Value, dim: int, dtype: Any = None) -> ir.Value:
+    """softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    return _softmax(ctx, "Softmax", self, dim)
+
+
+@register("aten::_softmax.default")
+def aten__softmax(ctx: NodeContext, self: ir.Value, dim: int, half_to_float: bool) -> ir.Value:
+    """_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    return _softmax(ctx, "Softmax", self, dim)
+
+
+@register("aten::log_softmax.int")
+def aten_log_softmax_int(ctx: NodeContext, self: ir.Value, dim: int, dtype: Any = None) -> ir.Value:
+    """log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    return _softmax(ctx, "LogSoftmax", self, dim)
+
+
+@register("aten::_log_softmax.default")
+def aten__log_softmax(ctx: NodeContext, self: ir.Value, dim: int, half_to_float: bool) -> ir.Value:
+    """_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    return _softmax(ctx, "LogSoftmax", self, dim)
+
+
+@register("aten::leaky_relu.default", "aten::leaky_relu_.default")
+def aten_leaky_relu(ctx: NodeContext, self: ir.Value, negative_slope: Scalar = 0.01) -> ir.Value:
+    """leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor"""
+    return _op(ctx, "LeakyRelu", self, alpha=float(negative_slope))
+
+
+@register("aten::rrelu.default", "aten::rrelu_.default")
+def aten_rrelu(
+    ctx: NodeContext,
+    self: ir.Value,
+    lower: Scalar = 0.125,
+    upper: Scalar = 1.0 / 3.0,
+    training: bool = False,
+    generator: Any = None,
+) -> ir.Value:
+    """rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False,
+    Generator? generator=None) -> Tensor: a leaky relu of slope ``(lower + upper) / 2`` in eval mode."""
+    if training:
+        raise NotImplementedError("rrelu in training mode draws random slopes; export the model in eval mode")
+    return _op(ctx, "LeakyRelu", self, alpha=(float(lower) + float(upper)) / 2)
+
+
+@register("aten::elu.default", "aten::elu_.default")
+def aten_elu(
+    ctx: NodeContext, self: ir.Value, alpha: Scalar = 1, scale: Scalar = 1, input_scale: Scalar = 1
+) -> ir.Value:
+    """elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+
+    ``scale * (x > 0 ? x : alpha * (exp(input_scale * x) - 1))``.
+    """
+    if input_scale == 1:
+        y = _op(ctx, "Elu", self, alpha=float(alpha))
+        return y if scale == 1 else ctx.op("Mul", y, _c(ctx, float(scale), y))
+    x = ctx.cast(self, opmath_dtype(self.dtype))
+    neg = kernel_op(ctx, "Exp", ctx.op("Mul", x, _c(ctx, float(input_scale), x)), dtype=x.dtype)
+    neg = ctx.op("Mul", ctx.op("Sub", neg, _c(ctx, 1.0, x)), _c(ctx, float(alpha), x))
+    y = ctx.op("Where", ctx.op("Greater", x, _c(ctx, 0.0, x)), x, neg)
+    return ctx.cast(ctx.op("Mul", y, _c(ctx, float(scale), x)), ctx.out_dtype)
+
+
+@register("aten::selu.default", "aten::selu_.default")
+def aten_selu(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """selu(Tensor self) -> Tensor (ONNX Selu's default alpha and gamma are PyTorch's constants)"""
+    return _op(ctx, "Selu", self)
+
+
+@register("aten::celu.default", "aten::celu_.default")
+def aten_celu(ctx: NodeContext, self: ir.Value, alpha: Scalar = 1.0) -> ir.Value:
+    """celu(Tensor self, Scalar alpha=1.) -> Tensor"""
+    return _op(ctx, "Celu", self, alpha=float(alpha))
+
+
+@register("aten::hardsigmoid.default", "aten::hardsigmoid_.default")
+def aten_hardsigmoid(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """hardsigmoid(Tensor self) -> Tensor: ``clip(x / 6 + 1 / 2, 0, 1)``."""
+    return _op(ctx, "HardSigmoid", self, alpha=1.0 / 6, beta=0.5)
+
+
+@register("aten::hardswish.default", "aten::hardswish_.default")
+def aten_hardswish(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """hardswish(Tensor self) -> Tensor"""
+    return _op(ctx, "HardSwish", self)
+
+
+@register("aten::softplus.default")
+def aten_softplus(ctx: NodeContext, self: ir.Value, beta: Scalar = 1, threshold: Scalar = 20) -> ir.Value:
+    """softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+
+    ``x if beta * x > threshold else log(1 + exp(beta * x)) / beta``.
+    """
+    x = ctx.cast(self, opmath_dtype(self.dtype))
+    bx = x if beta == 1 else ctx.op("Mul", x, _c(ctx, float(beta), x))
+    y = kernel_op(ctx, "Softplus", bx, dtype=x.dtype)
+    if beta != 1:
+        y = ctx.op("Div", y, _c(ctx, float(beta), x))
+    y = ctx.op("Where", ctx.op("Greater", bx, _c(ctx, float(threshold), x)), x, y)
+    return ctx.cast(y, ctx.out_dtype)
+
+
+@register("aten::mish.default", "aten::mish_.default")
+def aten_mish(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """mish(Tensor self) -> Tensor"""
+    return _op(ctx, "Mish", self)
+
+
+@register("aten::log_sigmoid.default")
+def aten_log_sigmoid(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """log_sigmoid(Tensor self) -> Tensor: ``-softplus(-x)``."""
+    x = ctx.cast(self, opmath_dtype(self.dtype))
+    y = ctx.op("Neg", kernel_op(ctx, "Softplus", ctx.op("Neg", x), dtype=x.dtype))
+    return ctx.cast(y, ctx.out_dtype)
+
+
+@register("aten::glu.default")
+def aten_glu(ctx: NodeContext, self: ir.Value, dim: int = -1) -> ir.Value:
+    """glu(Tensor self, int dim=-1) -> Tensor: ``a * sigmoid(b)`` with ``a, b`` the halves along ``dim``."""
+    rank = ctx.rank(self)
+    size = self.shape[dim]
+    if isinstance(size, int):
+        half: int | ir.Value = size // 2
+    else:
+        axis = dim % rank
+        half = ctx.op("Div", ctx.op("Shape", self, start=axis, end=axis + 1), ctx.const([2], INT64))
+    a, b = ctx.op("Split", self, ctx.int64s([half, half]), axis=dim, num_outputs=2)
+    dtype = opmath_dtype(self.dtype)
+    a, b = ctx.cast(a, dtype), ctx.cast(b, dtype)
+    return ctx.cast(ctx.op("Mul", a, kernel_op(ctx, "Sigmoid", b, dtype=dtype)), ctx.out_dtype)
+
+
+@register("aten::prelu.default", "aten::_prelu_kernel.default")
+def aten_prelu(ctx: NodeContext, self: ir.Value, weight: ir.Value) -> ir.Value:
+    """prelu(Tensor self, Tensor weight) -> Tensor
+
+    ``weight`` holds one slope per channel (dimension 1), or a single one.
+    """
+    rank, wrank = ctx.rank(self), ctx.rank(weight)
+    if rank >= 2 and wrank == 1 and weight.shape[0] != 1:
+        weight = ctx.op("Reshape", weight, ctx.const([-1] + [1] * (rank - 2), INT64))
+    return kernel_op(ctx, "PRelu", self, weight, dtype=ctx.out_dtype)
+
+
+@register("aten::threshold.default", "aten::threshold_.default")
+def aten_threshold(ctx: NodeContext, self: ir.Value, threshold: Scalar, value: Scalar) -> ir.Value:
+    """threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor: ``x if x > threshold else value``."""
+    dtype = ctx.out_dtype
+    keep = kernel_op(ctx, "Greater", self, threshold, dtype=dtype)
+    return ctx.op("Where", keep, self, ctx.operand(value, dtype))
+
+
+@register("aten::hardshrink.default")
+def aten_hardshrink(ctx: NodeContext, self: ir.Value, lambd: Scalar = 0.5) -> ir.Value:
+    """hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor: ``x if |x| > lambd else 0``."""
+    keep = ctx.op("Greater", ctx.op("Abs", self), _c(ctx, float(lambd), self))
+    return ctx.op("Where", keep, self, _c(ctx, 0.0, self))
+
+
+@register("aten::softshrink.default")
+def aten_softshrink(ctx: NodeContext, self: ir.Value, lambd: Scalar = 0.5) -> ir.Value:
+    """softshrink(Tensor self, Scalar lambd=0.5) -> Tensor"""
+    return _op(ctx, "Shrink", self, bias=float(lambd), lambd=float(lambd))

@@ -1,1 +1,352 @@
-"""(being written)"""
+"""Normalizations: layer, batch, instance, group and RMS norms.
+
+The ONNX op where one fits; statistics computed by hand (``ReduceMean``) run in float32 for float16 and
+bfloat16, as PyTorch does on CPU. The ``native_*`` and ``_native_*`` overloads return their saved mean
+and inverse standard deviation as PyTorch does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+import torch
+
+from ..context import NodeContext
+from ..dtypes import onnx_dtype, torch_dtype
+from ..registry import register
+from ._helpers import INT64, kernel_dtype, kernel_op, opmath_dtype, uses_output
+
+
+def _filled(ctx: NodeContext, x: ir.Value, start: int, end: int | None, value: float, dtype: ir.DataType) -> ir.Value:
+    """A tensor of ``value`` with the shape of ``x.shape[start:end]``."""
+    dims = list(x.shape)[start:end]
+    if all(isinstance(d, int) for d in dims):
+        return ctx.const(np.full(dims, value, dtype=dtype.numpy()), dtype)
+    shape = ctx.op("Shape", x, start=start, end=end)
+    return ctx.op("ConstantOfShape", shape, value=ir.tensor(np.array([value], dtype=dtype.numpy())))
+
+
+def _param(ctx: NodeContext, p: ir.Value | None, x: ir.Value, value: float, dtype: ir.DataType) -> ir.Value:
+    """A per-channel parameter (``x.shape[1]`` values): ``p`` cast to ``dtype``, else filled with ``value``."""
+    return ctx.cast(p, dtype) if p is not None else _filled(ctx, x, 1, 2, value, dtype)
+
+
+def _affine(ctx: NodeContext, y: ir.Value, rank: int, weight: ir.Value | None, bias: ir.Value | None) -> ir.Value:
+    """``y * weight + bias`` with per-channel (dimension 1) parameters, ``y`` of rank ``rank``."""
+    if weight is None and bias is None:
+        return y
+    shape = ctx.const([-1] + [1] * (rank - 2), INT64)
+    if weight is not None:
+        y = ctx.op("Mul", y, ctx.op("Reshape", ctx.cast(weight, y.dtype), shape))
+    if bias is not None:
+        y = ctx.op("Add", y, ctx.op("Reshape", ctx.cast(bias, y.dtype), shape))
+    return y
+
+
+def _normalize(ctx: NodeContext, x: ir.Value, axes: Sequence[int], eps: float) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """``((x - mean) * rstd, mean, rstd)`` over ``axes`` (kept), in the type PyTorch computes in."""
+    x = ctx.cast(x, opmath_dtype(x.dtype))
+    axes_ = ctx.const(list(axes), INT64)
+    mean = ctx.op("ReduceMean", x, axes_, keepdims=1)
+    centered = ctx.op("Sub", x, mean)
+    var = ctx.op("ReduceMean", ctx.op("Mul", centered, centered), axes_, keepdims=1)
+    rstd = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.op("Add", var, ctx.const(float(eps), x.dtype))))
+    return ctx.op("Mul", centered, rstd), mean, rstd
+
+
+def _saved(ctx: NodeContext, index: int, value: ir.Value | None) -> ir.Value | None:
+    """Output ``index`` of a ``native_*`` op: ``value`` reshaped and cast as PyTorch's, or its empty
+    tensor; None when the graph does not read it."""
+    if not uses_output(ctx, index):
+        return None
+    val = ctx.val[index]
+    dtype = onnx_dtype(val.dtype)
+    if value is None or 0 in val.shape:
+        return ctx.const(np.zeros(tuple(val.shape), dtype=dtype.numpy()), dtype)
+    if all(isinstance(d, int) for d in val.shape) and len(val.shape) == 1:
+        value = ctx.op("Reshape", value, ctx.const([-1], INT64))
+    return ctx.cast(value, dtype)
+
+
+# -- layer norm -------------------------------------------------------------------------------------
+
+
+def _layer_norm(
+    ctx: NodeContext,
+    input: ir.Value,
+    normalized_shape: Sequence[Any],
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    eps: float,
+    num_outputs: int,
+) -> Any:
+    axis = -len(normalized_shape)
+    compute = kernel_dtype("LayerNormalization", input.dtype)
+    scale = ctx.cast(weight, compute) if weight is not None else _filled(ctx, input, axis, None, 1.0, compute)
+    b = [] if bias is None else [ctx.cast(bias, compute)]  # no trailing empty input: onnxruntime crashes
+    stash = ir.DataType.DOUBLE if compute == ir.DataType.DOUBLE else ir.DataType.FLOAT
+    return ctx.op(
+        "LayerNormalization",
+        ctx.cast(input, compute),
+        scale,
+        *b,
+        axis=axis,
+        epsilon=float(eps),
+        stash_type=stash,
+        num_outputs=num_outputs,
+    )
+
+
+@register("aten::layer_norm.default")
+def aten_layer_norm(
+    ctx: NodeContext,
+    input: ir.Value,
+    normalized_shape: Sequence[Any],
+    weight: ir.Value | None = None,
+    bias: ir.Value | None = None,
+    eps: float = 1e-5,
+    cudnn_enable: bool = True,
+) -> ir.Value:
+    """layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None,
+    float eps=1e-05, bool cudnn_enable=True) -> Tensor"""
+    y = _layer_norm(ctx, input, normalized_shape, weight, bias, eps, 1)
+    return ctx.cast(y, ctx.out_dtype)
+
+
+@register("aten::native_layer_norm.default")
+def aten_native_layer_norm(
+    ctx: NodeContext,
+    input: ir.Value,
+    normalized_shape: Sequence[Any],
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    eps: float,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps)
+    -> (Tensor, Tensor, Tensor)"""
+    if not uses_output(ctx, 1) and not uses_output(ctx, 2):
+        return aten_layer_norm(ctx, input, normalized_shape, weight, bias, eps), None, None
+    y, mean, rstd = _layer_norm(ctx, input, normalized_shape, weight, bias, eps, 3)
+    return ctx.cast(y, ctx.out_dtype), _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
+
+
+# -- batch norm -------------------------------------------------------------------------------------
+
+
+def _batch_norm_eval(
+    ctx: NodeContext,
+    x: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value,
+    running_var: ir.Value,
+    eps: float,
+) -> ir.Value:
+    dtype = ctx.out_dtype
+    scale = weight if weight is not None else _filled(ctx, running_mean, 0, 1, 1.0, running_mean.dtype)
+    b = bias if bias is not None else _filled(ctx, running_mean, 0, 1, 0.0, running_mean.dtype)
+    return kernel_op(ctx, "BatchNormalization", x, scale, b, running_mean, running_var, dtype=dtype, epsilon=float(eps))
+
+
+def _batch_norm_train(
+    ctx: NodeContext, x: ir.Value, weight: ir.Value | None, bias: ir.Value | None, eps: float
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Normalized by the statistics of the batch (training mode); the running statistics are not updated."""
+    axes = [0, *range(2, ctx.rank(x))]
+    y, mean, rstd = _normalize(ctx, x, axes, eps)
+    return ctx.cast(_affine(ctx, y, ctx.rank(x), weight, bias), ctx.out_dtype), mean, rstd
+
+
+@register("aten::batch_norm.default")
+def aten_batch_norm(
+    ctx: NodeContext,
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value | None,
+    running_var: ir.Value | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> ir.Value:
+    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var,
+    bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
+
+    BatchNormalization in eval mode; in training mode, the batch statistics (running ones are not updated).
+    """
+    if training or running_mean is None or running_var is None:
+        return _batch_norm_train(ctx, input, weight, bias, eps)[0]
+    return _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
+
+
+@register("aten::_native_batch_norm_legit_no_training.default")
+def aten__native_batch_norm_legit_no_training(
+    ctx: NodeContext,
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value,
+    running_var: ir.Value,
+    momentum: float,
+    eps: float,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean,
+    Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
+    y = _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
+    return y, _saved(ctx, 1, None), _saved(ctx, 2, None)
+
+
+@register("aten::_native_batch_norm_legit.default", "aten::native_batch_norm.default")
+def aten__native_batch_norm_legit(
+    ctx: NodeContext,
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value | None,
+    running_var: ir.Value | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean,
+    Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
+    if training or running_mean is None or running_var is None:
+        y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
+        return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
+    y = _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
+    return y, _saved(ctx, 1, None), _saved(ctx, 2, None)
+
+
+@register("aten::_native_batch_norm_legit.no_stats")
+def aten__native_batch_norm_legit_no_stats(
+    ctx: NodeContext,
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training,
+    float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
+    y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
+    return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
+
+
+# -- instance norm, group norm ----------------------------------------------------------------------
+
+
+@register("aten::instance_norm.default")
+def aten_instance_norm(
+    ctx: NodeContext,
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value | None,
+    running_var: ir.Value | None,
+    use_input_stats: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> ir.Value:
+    """instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var,
+    bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor
+
+    InstanceNormalization, or BatchNormalization with the running statistics when they are used.
+    """
+    if not use_input_stats and running_mean is not None and running_var is not None:
+        return _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
+    dtype = ctx.out_dtype
+    compute = kernel_dtype("InstanceNormalization", dtype)
+    scale, b = _param(ctx, weight, input, 1.0, compute), _param(ctx, bias, input, 0.0, compute)
+    return kernel_op(ctx, "InstanceNormalization", input, scale, b, dtype=dtype, epsilon=float(eps))
+
+
+@register("aten::group_norm.default")
+def aten_group_norm(
+    ctx: NodeContext,
+    input: ir.Value,
+    num_groups: int,
+    weight: ir.Value | None = None,
+    bias: ir.Value | None = None,
+    eps: float = 1e-5,
+    cudnn_enabled: bool = True,
+) -> ir.Value:
+    """group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05,
+    bool cudnn_enabled=True) -> Tensor
+
+    GroupNormalization from opset 21 (its scale is per channel); before, InstanceNormalization of the
+    input reshaped to ``(N, groups, -1)``, then the per-channel affine transform.
+    """
+    dtype = ctx.out_dtype
+    if ctx.opset >= 21:
+        scale, b = _param(ctx, weight, input, 1.0, dtype), _param(ctx, bias, input, 0.0, dtype)
+        return ctx.op("GroupNormalization", input, scale, b, epsilon=float(eps), num_groups=num_groups)
+    compute = kernel_dtype("InstanceNormalization", dtype)
+    grouped = ctx.op("Reshape", input, ctx.const([0, num_groups, -1], INT64))
+    ones = ctx.const(np.ones(num_groups, dtype=compute.numpy()), compute)
+    zeros = ctx.const(np.zeros(num_groups, dtype=compute.numpy()), compute)
+    y = kernel_op(ctx, "InstanceNormalization", grouped, ones, zeros, dtype=dtype, epsilon=float(eps))
+    y = ctx.op("Reshape", y, ctx.op("Shape", input))
+    return _affine(ctx, y, ctx.rank(input), weight, bias)
+
+
+@register("aten::native_group_norm.default")
+def aten_native_group_norm(
+    ctx: NodeContext,
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    N: Any,
+    C: Any,
+    HxW: Any,
+    group: int,
+    eps: float,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW,
+    int group, float eps) -> (Tensor, Tensor, Tensor)"""
+    grouped = ctx.op("Reshape", input, ctx.const([0, group, -1], INT64))
+    y, mean, rstd = _normalize(ctx, grouped, [2], eps)
+    y = _affine(ctx, ctx.op("Reshape", y, ctx.op("Shape", input)), ctx.rank(input), weight, bias)
+    two = ctx.const([2], INT64)
+    saved = [
+        _saved(ctx, i, ctx.op("Squeeze", v, two)) if uses_output(ctx, i) else None for i, v in ((1, mean), (2, rstd))
+    ]
+    return ctx.cast(y, ctx.out_dtype), *saved
+
+
+# -- rms norm ---------------------------------------------------------------------------------------
+
+
+@register("aten::rms_norm.default")
+def aten_rms_norm(
+    ctx: NodeContext,
+    input: ir.Value,
+    normalized_shape: Sequence[Any],
+    weight: ir.Value | None = None,
+    eps: float | None = None,
+) -> ir.Value:
+    """rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
+
+    RMSNormalization from opset 23, else ``x * rsqrt(mean(x^2) + eps) * weight`` in float32 for float16
+    and bfloat16; ``eps=None`` is the machine epsilon of that type, as for PyTorch.
+    """
+    compute = opmath_dtype(input.dtype)
+    if eps is None:
+        eps = torch.finfo(torch_dtype(compute)).eps
+    k = len(normalized_shape)
+    rank = ctx.rank(input)
+    dtype = ctx.out_dtype
+    if ctx.opset >= 23:
+        scale = weight if weight is not None else _filled(ctx, input, rank - k, None, 1.0, input.dtype)
+        y = kernel_op(ctx, "RMSNormalization", input, scale, dtype=input.dtype, axis=-k, epsilon=float(eps))
+        return ctx.cast(y, dtype)
+    x = ctx.cast(input, compute)
+    mean_square = ctx.op("ReduceMean", ctx.op("Mul", x, x), ctx.const(list(range(rank - k, rank)), INT64), keepdims=1)
+    rstd = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.op("Add", mean_square, ctx.const(float(eps), compute))))
+    y = ctx.cast(ctx.cast(ctx.op("Mul", x, rstd), input.dtype), dtype)
+    return y if weight is None else ctx.op("Mul", y, ctx.cast(weight, dtype))

@@ -1,0 +1,264 @@
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from experimental.torch_interpreter import ConversionError, to_onnx
+from helpers import check_model, op_types
+
+
+class One(nn.Module):
+    """A named input, for dynamic_shapes."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+torch.manual_seed(0)
+X1, X2, X3 = torch.randn(2, 4, 9), torch.randn(2, 4, 9, 8), torch.randn(2, 4, 5, 6, 7)
+
+
+def _ops(onx):
+    return [t for t in op_types(onx) if t != "Constant"]
+
+
+def _check(model, x, dynamic=(0,), expected=None, **kwargs):
+    """Dynamic batch (and other axes), checked on a second shape with 3 more on each dynamic axis."""
+    names = {0: "batch", 2: "h", 3: "w", 4: "d"}
+    other = torch.randn(*[s + 3 if i in dynamic else s for i, s in enumerate(x.shape)], dtype=x.dtype)
+    onx = check_model(
+        model, (x,), dynamic_shapes=({i: names[i] for i in dynamic},), more_inputs=[((other,), None)], **kwargs
+    )
+    if expected is not None:
+        assert _ops(onx) == expected
+    return onx
+
+
+# -- convolutions ------------------------------------------------------------------------------------
+
+CONVS = {
+    "conv1d": (nn.Conv1d(4, 3, 3, stride=2, padding=1), X1),
+    "conv2d": (nn.Conv2d(4, 6, 3, stride=2, padding=(1, 2), dilation=(1, 2), groups=2), X2),
+    "conv2d_nobias": (nn.Conv2d(4, 3, 2, bias=False), X2),
+    "conv3d": (nn.Conv3d(4, 3, 2, padding=(1, 0, 1)), X3),
+    "conv1d_same": (nn.Conv1d(4, 3, 4, padding="same"), X1),
+    "conv2d_same": (nn.Conv2d(4, 3, (4, 3), padding="same", dilation=(1, 2)), X2),
+    "conv3d_same": (nn.Conv3d(4, 2, 3, padding="same"), X3),
+    "conv2d_valid": (nn.Conv2d(4, 3, 3, padding="valid"), X2),
+    "conv_transpose1d": (nn.ConvTranspose1d(4, 3, 3, stride=2, output_padding=1), X1),
+    "conv_transpose2d": (nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2, dilation=2), X2),
+    "conv_transpose3d": (nn.ConvTranspose3d(4, 3, 2, stride=2, padding=1), X3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_conv(name):
+    model, x = CONVS[name]
+    op = "ConvTranspose" if "transpose" in name else "Conv"
+    _check(model, x, expected=[op])
+
+
+@pytest.mark.parametrize("name", ["conv2d_same", "conv_transpose2d"])
+def test_conv_dynamic_spatial(name):
+    model, x = CONVS[name]
+    _check(model, x, dynamic=(0, 2, 3))
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolution(transposed):
+    w = torch.randn(4, 3, 3, 3)  # (in, out, ...) transposed, (out, in, ...) else
+    b = torch.randn(3 if transposed else 4)
+
+    def fn(x):
+        return torch.convolution(x, w, b, [2, 1], [1, 0], [1, 2], transposed, [1, 0] if transposed else [0, 0], 1)
+
+    op = "ConvTranspose" if transposed else "Conv"
+    _check(One(fn), X2 if transposed else torch.randn(2, 3, 9, 8), expected=[op])
+
+
+def test_conv_unbatched():
+    onx = check_model(nn.Conv2d(4, 3, 3, padding=1), (X2[0],))
+    assert _ops(onx) == ["Unsqueeze", "Conv", "Squeeze"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float64])
+def test_conv_dtypes(dtype):
+    tol = 1e-2 if dtype == torch.float16 else 1e-6
+    check_model(nn.Conv2d(4, 3, 3).to(dtype), (X2.to(dtype),), atol=tol, rtol=tol)
+    check_model(nn.ConvTranspose2d(4, 3, 3, 2).to(dtype), (X2.to(dtype),), atol=tol, rtol=tol)
+
+
+# -- pooling -----------------------------------------------------------------------------------------
+
+POOLS = {
+    "max_pool1d": (nn.MaxPool1d(2), X1, ["MaxPool"]),
+    "max_pool2d": (nn.MaxPool2d(3, 2, 1), X2, ["MaxPool"]),
+    "max_pool2d_dilation": (nn.MaxPool2d(2, 1, dilation=2), X2, ["MaxPool"]),
+    "max_pool3d": (nn.MaxPool3d(2), X3, ["MaxPool"]),
+    "max_pool1d_indices": (nn.MaxPool1d(3, 2, return_indices=True), X1, ["MaxPool", "Mod"]),
+    "max_pool2d_indices": (nn.MaxPool2d(3, 2, 1, return_indices=True), X2, ["MaxPool", "Mod"]),
+    "max_pool2d_indices_dilation": (nn.MaxPool2d(2, 1, dilation=2, return_indices=True), X2, ["MaxPool", "Mod"]),
+    "max_pool3d_indices": (nn.MaxPool3d(2, return_indices=True), X3, ["MaxPool", "Mod"]),
+    "max_pool2d_values_only": (One(lambda x: F.max_pool2d_with_indices(x, 2)[0]), X2, ["MaxPool"]),
+    "avg_pool1d": (nn.AvgPool1d(3, 2, 1), X1, ["AveragePool"]),
+    "avg_pool2d": (nn.AvgPool2d(3, 2, 1, count_include_pad=False), X2, ["AveragePool"]),
+    "avg_pool2d_include_pad": (nn.AvgPool2d((3, 2), (2, 1), (1, 1)), X2, ["AveragePool"]),
+    "avg_pool3d": (nn.AvgPool3d(2), X3, ["AveragePool"]),
+    "avg_pool2d_divisor": (nn.AvgPool2d(3, 2, 1, divisor_override=4), X2, ["Conv", "Div"]),
+    "adaptive_avg_pool1d_1": (nn.AdaptiveAvgPool1d(1), X1, ["GlobalAveragePool"]),
+    "adaptive_avg_pool2d_1": (nn.AdaptiveAvgPool2d(1), X2, ["GlobalAveragePool"]),
+    "adaptive_avg_pool3d_1": (nn.AdaptiveAvgPool3d(1), X3, ["GlobalAveragePool"]),
+    "adaptive_avg_pool2d_divisible": (nn.AdaptiveAvgPool2d((3, 4)), X2, ["AveragePool"]),
+    "adaptive_avg_pool3d_divisible": (nn.AdaptiveAvgPool3d((5, 3, 7)), X3, ["AveragePool"]),
+    "adaptive_avg_pool1d_any": (nn.AdaptiveAvgPool1d(4), X1, ["MatMul"]),
+    "adaptive_avg_pool2d_any": (nn.AdaptiveAvgPool2d((4, 3)), X2, ["MatMul", "MatMul"]),
+    "adaptive_avg_pool2d_one_axis": (nn.AdaptiveAvgPool2d((4, 8)), X2, ["MatMul"]),
+    "adaptive_max_pool2d_1": (nn.AdaptiveMaxPool2d(1), X2, ["GlobalMaxPool"]),
+    "adaptive_max_pool1d": (nn.AdaptiveMaxPool1d(3), X1, ["MaxPool"]),
+    "adaptive_max_pool2d_indices": (nn.AdaptiveMaxPool2d((3, 2), return_indices=True), X2, ["MaxPool", "Mod"]),
+    "adaptive_max_pool2d_1_indices": (nn.AdaptiveMaxPool2d(1, return_indices=True), X2, ["MaxPool", "Mod"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_pool(name):
+    model, x, expected = POOLS[name]
+    _check(model, x, expected=expected)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 6), (2, 3, 6, 7)])
+@pytest.mark.parametrize("opset", [18, 22])
+def test_pool_ceil_mode(shape, opset):
+    # (5, 6) with kernel 2, stride 2, padding 1: ONNX before opset 22 adds a window starting in the padding
+    x = torch.randn(*shape)
+    models = [
+        nn.MaxPool2d(2, 2, 1, ceil_mode=True),
+        nn.MaxPool2d(3, 2, 1, ceil_mode=True, return_indices=True),
+        nn.AvgPool2d(2, 2, 1, ceil_mode=True),
+        nn.AvgPool2d(2, 2, 1, ceil_mode=True, count_include_pad=False),
+        nn.AvgPool2d(3, 2, 1, ceil_mode=True),
+        nn.AvgPool2d(2, 2, 1, ceil_mode=True, divisor_override=3),
+        nn.AvgPool1d(1, 3, ceil_mode=True),
+    ]
+    for model in models:
+        check_model(model, (x if not isinstance(model, nn.AvgPool1d) else x[0],), target_opset=opset)
+
+
+def test_pool_unbatched():
+    x = X2[0]
+    onx = check_model(One(lambda x: (F.max_pool2d(x, 2), F.avg_pool2d(x, 2), F.adaptive_avg_pool2d(x, 1))), (x,))
+    assert op_types(onx).count("Unsqueeze") == 3
+
+
+def test_adaptive_pool_dynamic_spatial():
+    model = One(lambda x: (F.adaptive_avg_pool2d(x, 1), F.adaptive_max_pool2d(x, 1)))
+    onx = _check(model, X2, dynamic=(0, 2, 3))
+    assert _ops(onx) == ["GlobalAveragePool", "GlobalMaxPool"]
+
+
+def test_adaptive_max_pool_unsupported():
+    with pytest.raises(ConversionError, match="multiples of the output size"):
+        to_onnx(nn.AdaptiveMaxPool2d((4, 3)), (X2,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float64])
+def test_pool_dtypes(dtype):
+    tol = 1e-2 if dtype == torch.float16 else 1e-6
+    model = One(
+        lambda x: (
+            F.max_pool2d(x, 2, return_indices=True),
+            F.avg_pool2d(x, 3, 2, 1),
+            F.adaptive_avg_pool2d(x, 1),
+            F.adaptive_avg_pool2d(x, (4, 3)),
+        )
+    )
+    check_model(model, (X2.to(dtype),), atol=tol, rtol=tol)
+
+
+def test_max_pool_uint8():
+    check_model(nn.MaxPool2d(2), (torch.randint(0, 255, (2, 3, 4, 4), dtype=torch.uint8),))
+
+
+# -- upsampling --------------------------------------------------------------------------------------
+
+UPSAMPLES = {
+    "nearest_scale": (lambda x: F.interpolate(x, scale_factor=2), X2),
+    "nearest_scale_fraction": (lambda x: F.interpolate(x, scale_factor=(1.5, 0.7)), X2),
+    "nearest_size": (lambda x: F.interpolate(x, size=(5, 11)), X2),
+    "nearest_exact": (lambda x: F.interpolate(x, scale_factor=0.6, mode="nearest-exact"), X2),
+    "nearest1d": (lambda x: F.interpolate(x, scale_factor=3), X1),
+    "nearest3d": (lambda x: F.interpolate(x, size=(3, 8, 9)), X3),
+    "bilinear_scale": (lambda x: F.interpolate(x, scale_factor=1.7, mode="bilinear"), X2),
+    "bilinear_align_corners": (lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True), X2),
+    "bilinear_size": (lambda x: F.interpolate(x, size=(5, 1), mode="bilinear"), X2),
+    "bilinear_size_align_corners": (
+        lambda x: F.interpolate(x, size=(5, 12), mode="bilinear", align_corners=True),
+        X2,
+    ),
+    "bilinear_antialias": (lambda x: F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True), X2),
+    "bicubic": (lambda x: F.interpolate(x, scale_factor=2, mode="bicubic"), X2),
+    "bicubic_align_corners": (lambda x: F.interpolate(x, size=(4, 7), mode="bicubic", align_corners=True), X2),
+    "linear1d": (lambda x: F.interpolate(x, scale_factor=2, mode="linear"), X1),
+    "trilinear": (lambda x: F.interpolate(x, scale_factor=2, mode="trilinear"), X3),
+    "float32_scale": (lambda x: F.interpolate(x, scale_factor=0.35), torch.randn(2, 3, 20, 20)),
+    "nearest_default": (lambda x: torch.ops.aten.upsample_nearest2d(x, [18, 16]), X2),
+    "bilinear_default": (lambda x: torch.ops.aten.upsample_bilinear2d(x, [18, 16], False, 2.0, 2.0), X2),
+    "recompute_scale_factor": (
+        lambda x: F.interpolate(x, scale_factor=1.5, recompute_scale_factor=True, mode="bilinear"),
+        X2,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UPSAMPLES))
+def test_upsample(name):
+    fn, x = UPSAMPLES[name]
+    _check(One(fn), x, expected=["Resize"])
+
+
+@pytest.mark.parametrize("name", ["nearest_scale", "bilinear_scale", "bicubic", "recompute_scale_factor"])
+def test_upsample_dynamic_spatial(name):
+    fn, x = UPSAMPLES[name]
+    _check(One(fn), x, dynamic=(0, 2, 3))
+
+
+def test_upsample_symbolic_size():
+    def fn(x):
+        return F.interpolate(x, size=(x.shape[2] * 2, x.shape[3] + 1), mode="bilinear", align_corners=True)
+
+    _check(One(fn), X2, dynamic=(0, 2, 3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float64, torch.uint8])
+def test_upsample_dtypes(dtype):
+    x = (X2 * 10).to(dtype)
+    model = One(lambda x: F.interpolate(x, scale_factor=2))
+    if dtype != torch.uint8:
+        model = One(lambda x: (F.interpolate(x, scale_factor=2), F.interpolate(x, scale_factor=2, mode="bilinear")))
+    tol = 1e-2 if dtype == torch.float16 else 1e-6
+    check_model(model, (x,), atol=tol, rtol=tol)
+
+
+# -- pixel shuffle -----------------------------------------------------------------------------------
+
+
+def test_pixel_shuffle():
+    onx = _check(nn.PixelShuffle(2), X2, dynamic=(0, 2, 3))
+    assert op_types(onx) == ["DepthToSpace"]
+
+
+def test_pixel_unshuffle():
+    x = torch.randn(2, 3, 4, 6)
+    onx = _check(nn.PixelUnshuffle(2), x)
+    assert _ops(onx) == ["Reshape", "Transpose", "Reshape"]
+
+
+@pytest.mark.parametrize("shape", [(3, 8, 3, 4), (2, 3, 8, 3, 4)])
+def test_pixel_shuffle_other_ranks(shape):
+    x = torch.randn(*shape)
+    check_model(One(lambda x: (F.pixel_shuffle(x, 2), F.pixel_unshuffle(x, 1))), (x,))
+    check_model(nn.PixelUnshuffle(2), (torch.randn(*shape[:-2], 4, 6),))
