@@ -58,8 +58,12 @@ def export(
     kwargs: dict[str, Any] | None,
     dynamic_shapes: Any,
     strict: bool,
+    declared: str = "",
 ) -> torch.export.ExportedProgram:
-    """Runs ``torch.export.export`` and raises :class:`ExportCaptureError` or :class:`DynamicShapeError`."""
+    """Runs ``torch.export.export`` and raises :class:`ExportCaptureError` or :class:`DynamicShapeError`.
+
+    ``declared`` lists the axes the user declared dynamic, for the messages.
+    """
     begin = time.perf_counter()
     # torch 2.13 keeps dynamo caches for the bodies of scan/cond/while_loop between exports: a second
     # export of such a model can then get wrong guards (dynamic dims fixed to constants). Start clean.
@@ -75,7 +79,9 @@ def export(
             text += "\nWhat to try: " + "; ".join(hints)
         if dynamic_shapes is not None and any(m in message for m in _DYNAMIC_MARKERS):
             raise DynamicShapeError(
-                text + "\nThe dynamic_shapes spec does not fit what the model does with these dimensions; "
+                text
+                + (f"\nAxes declared dynamic: {declared}." if declared else "")
+                + "\nThe dynamic_shapes spec does not fit what the model does with these dimensions; "
                 "follow torch's suggested fixes above, or use torch.export.Dim.DYNAMIC for an unnamed axis."
             ) from e
         raise ExportCaptureError(text) from e

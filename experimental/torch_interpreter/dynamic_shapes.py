@@ -1,8 +1,10 @@
 """Dynamic shapes: the user's spec made acceptable to torch.export, and ONNX names for symbolic dims.
 
-Users may name a dynamic axis with a string (``{0: "batch"}``). Every string becomes one shared
-``torch.export.Dim`` of that name, so one name used by two inputs is one dimension, checked by torch.
-After export, each symbol (``s43``) is mapped back to the user's name for the ONNX graph.
+Users may name a dynamic axis with a string (``{0: "batch"}``). A string becomes ``Dim.DYNAMIC``:
+torch.export raises if the model makes the axis static, but lets it relate to other sizes freely
+(``total = past + seq``), which a named ``torch.export.Dim`` would reject. After export, each symbol
+(``s43``) is mapped back to the user's name, so one name used by two inputs is one ONNX dimension.
+A ``torch.export.Dim`` given by the user is passed as is, and checked by torch as usual.
 """
 
 from __future__ import annotations
@@ -24,8 +26,16 @@ class DimSpec:
     """The normalized spec: what torch.export receives, and the names to give back."""
 
     torch_spec: Any
-    #: keystr path of the tensor in ``(args, kwargs)`` -> {axis: user name or None}
-    axes: dict[str, dict[int, str | None]] = field(default_factory=dict)
+    #: keystr path of the tensor in ``(args, kwargs)`` -> (label for messages, {axis: user name or None})
+    axes: dict[str, tuple[str, dict[int, str | None]]] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """``x axis 0 ('batch'), mask axis 1 ('seq')``: the axes declared dynamic, for messages."""
+        return ", ".join(
+            f"{label} axis {axis}" + (f" ({name!r})" if name else "")
+            for label, names in self.axes.values()
+            for axis, name in names.items()
+        )
 
 
 def bind_inputs(forward: Any, args: tuple, kwargs: dict) -> inspect.BoundArguments:
@@ -43,21 +53,20 @@ def bind_inputs(forward: Any, args: tuple, kwargs: dict) -> inspect.BoundArgumen
         ) from None
 
 
-def _dim_of(spec: Any, shared: dict[str, torch.export.Dim], where: str) -> tuple[Any, str | None]:
+def _dim_of(spec: Any, where: str) -> tuple[Any, str | None]:
     if isinstance(spec, str):
         if not spec.isidentifier():
             raise DynamicShapeError(
                 f"dynamic dimension name {spec!r} at {where} is not a Python identifier; use e.g. 'batch' or 'seq_len'"
             )
-        if spec not in shared:
-            shared[spec] = torch.export.Dim(spec)
-        return shared[spec], spec
+        return torch.export.Dim.DYNAMIC, spec
     if isinstance(spec, torch.export.Dim):
         return spec, spec.__name__
     return spec, None
 
 
-def _walk(value: Any, spec: Any, path: str, shared: dict, axes: dict) -> Any:
+def _walk(value: Any, spec: Any, path: str, label: str, axes: dict) -> Any:
+    """Checks ``spec`` against ``value``; ``path`` locates it in ``(args, kwargs)``, ``label`` for messages."""
     if spec is None:
         return None
     if isinstance(value, torch.Tensor):
@@ -65,29 +74,33 @@ def _walk(value: Any, spec: Any, path: str, shared: dict, axes: dict) -> Any:
             spec = {i: s for i, s in enumerate(spec) if s is not None}
         if not isinstance(spec, Mapping):
             raise DynamicShapeError(
-                f"the dynamic shape of input {path} must be a dict {{axis: name}} or a list with one entry "
+                f"the dynamic shape of input {label} must be a dict {{axis: name}} or a list with one entry "
                 f"per axis, not {type(spec).__name__}"
             )
         out, names = {}, {}
         for axis, dim in spec.items():
             if not isinstance(axis, int) or not -value.dim() <= axis < value.dim():
                 raise DynamicShapeError(
-                    f"input {path} has shape {tuple(value.shape)} (rank {value.dim()}) but the dynamic shape "
+                    f"input {label} has shape {tuple(value.shape)} (rank {value.dim()}) but the dynamic shape "
                     f"spec names axis {axis!r}"
                 )
             axis = axis % value.dim()
-            out[axis], names[axis] = _dim_of(dim, shared, f"{path} axis {axis}")
-        axes[path] = names
+            out[axis], names[axis] = _dim_of(dim, f"{label} axis {axis}")
+        axes[path] = (label, names)
         return out
     if isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
         if len(value) != len(spec):
-            raise DynamicShapeError(f"input {path} has {len(value)} elements but its dynamic shape spec has {len(spec)}")
-        return type(spec)(_walk(v, s, f"{path}[{i}]", shared, axes) for i, (v, s) in enumerate(zip(value, spec)))
+            raise DynamicShapeError(
+                f"input {label} has {len(value)} elements but its dynamic shape spec has {len(spec)}"
+            )
+        return type(spec)(
+            _walk(v, s, f"{path}[{i}]", f"{label}[{i}]", axes) for i, (v, s) in enumerate(zip(value, spec))
+        )
     if isinstance(value, Mapping) and isinstance(spec, Mapping):
         unknown = set(spec) - set(value)
         if unknown:
-            raise DynamicShapeError(f"dynamic shape spec of {path} names unknown keys {sorted(unknown)}")
-        return {k: _walk(value[k], s, f"{path}[{k!r}]", shared, axes) for k, s in spec.items()}
+            raise DynamicShapeError(f"dynamic shape spec of {label} names unknown keys {sorted(unknown)}")
+        return {k: _walk(value[k], s, f"{path}[{k!r}]", f"{label}[{k!r}]", axes) for k, s in spec.items()}
     # other containers (e.g. a cache object): torch.export checks them itself
     return spec
 
@@ -115,30 +128,29 @@ def _entries(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict) ->
     return entries
 
 
-def _walk_entry(value: Any, path: Any, spec: Any, shared: dict, axes: dict) -> Any:
+def _walk_entry(name: str, value: Any, path: Any, spec: Any, axes: dict) -> Any:
     if isinstance(path, list):  # *args: one spec per element
         if spec is None:
             return None
         if not isinstance(spec, (list, tuple)) or len(spec) != len(value):
-            raise DynamicShapeError(f"the dynamic shapes of *args must be a tuple of {len(value)} entries")
-        return tuple(_walk(v, s, p, shared, axes) for v, p, s in zip(value, path, spec))
+            raise DynamicShapeError(f"the dynamic shapes of *{name} must be a tuple of {len(value)} entries")
+        return tuple(_walk(v, s, p, f"{name}[{i}]", axes) for i, (v, p, s) in enumerate(zip(value, path, spec)))
     if isinstance(path, dict):  # **kwargs
         if spec is None:
             return None
-        return {k: _walk(value[k], s, path[k], shared, axes) for k, s in spec.items()}
-    return _walk(value, spec, path, shared, axes)
+        return {k: _walk(value[k], s, path[k], k, axes) for k, s in spec.items()}
+    return _walk(value, spec, path, name, axes)
 
 
 def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, dynamic_shapes: Any) -> DimSpec:
-    """Replaces string names by shared ``torch.export.Dim`` and checks the spec against the inputs.
+    """Replaces string names by ``Dim.DYNAMIC`` and checks the spec against the inputs.
 
     ``dynamic_shapes`` is a dict keyed by argument name, or a tuple with one entry per argument; for
     a ``forward(*args)`` the tuple may also have one entry per positional input.
     """
     if dynamic_shapes is None:
         return DimSpec(None)
-    shared: dict[str, torch.export.Dim] = {}
-    axes: dict[str, dict[int, str | None]] = {}
+    axes: dict[str, tuple[str, dict[int, str | None]]] = {}
     entries = _entries(bound, args, kwargs)
     if isinstance(dynamic_shapes, Mapping):
         names = [e[0] for e in entries]
@@ -146,7 +158,7 @@ def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, d
         if unknown:
             raise DynamicShapeError(f"dynamic_shapes names {sorted(unknown)} but the inputs are {names}")
         spec = {
-            name: _walk_entry(value, path, dynamic_shapes[name], shared, axes)
+            name: _walk_entry(name, value, path, dynamic_shapes[name], axes)
             for name, value, path in entries
             if name in dynamic_shapes
         }
@@ -175,7 +187,7 @@ def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, d
             "give one entry per input (None for a static one) or a dict keyed by argument name"
         )
     spec = type(dynamic_shapes)(
-        _walk_entry(value, path, s, shared, axes) for (_, value, path), s in zip(entries, dynamic_shapes)
+        _walk_entry(name, value, path, s, axes) for (name, value, path), s in zip(entries, dynamic_shapes)
     )
     return DimSpec(spec, axes)
 
@@ -197,7 +209,7 @@ def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec) -> dict[str, s
     paths = [keystr(p) for p, _ in tree_flatten_with_path(tree_unflatten(list(range(in_spec.num_leaves)), in_spec))[0]]
     nodes_by_path = dict(zip(paths, user_nodes))
     names: dict[str, str] = {}
-    for path, axes in spec.axes.items():
+    for path, (_, axes) in spec.axes.items():
         node = nodes_by_path.get(path)
         val = node.meta.get("val") if node is not None else None
         if not isinstance(val, torch.Tensor):
