@@ -19,6 +19,7 @@ from .builder import GraphBuilder
 from .dtypes import onnx_dtype
 from .errors import ConversionError, DynamicShapeError, InputMismatchError, InvalidModelError
 from .interpreter import Interpreter, missing_converters, raise_if_missing
+from .python_op import capture_autograd_functions
 from .registry import Registry, default_registry
 from .saving import save
 
@@ -42,6 +43,7 @@ def to_onnx(
     as_ir: bool = False,
     registry: Registry | None = None,
     verbose: int = 0,
+    autograd_functions: str | dict | None = None,
 ) -> onnx.ModelProto | ir.Model:
     """Converts a PyTorch model into ONNX through ``torch.export.export``.
 
@@ -63,16 +65,21 @@ def to_onnx(
         returned proto references ``filename + '.data'`` instead of holding a second copy of the weights
     :param registry: converters to use (default: the project's)
     :param verbose: 0 silent, 1 logs the steps and timings, 2 every node
+    :param autograd_functions: how custom ``torch.autograd.Function`` calls are exported: ``"python_op"``
+        (one ``com.microsoft::PythonOp`` node calling the function back, run by
+        :class:`InferenceSession`), ``"inline"`` (the ops of its forward), or a dict
+        ``{FunctionClass: mode or output rule}``; default: ``python_op`` for classes defined outside
+        torch, unless the class says otherwise (``onnx_export``); see ``_doc/python_op.rst``
     :return: the ONNX model
 
     Example::
 
         >>> import torch
         >>> from experimental.torch_interpreter import to_onnx
-        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU())
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
         >>> onx = to_onnx(model, (torch.randn(2, 4),), dynamic_shapes=({0: "batch"},))
         >>> [n.op_type for n in onx.graph.node]
-        ['Gemm', 'Gelu']
+        ['Gemm', 'Relu']
         >>> onx.graph.input[0].type.tensor_type.shape.dim[0].dim_param
         'batch'
     """
@@ -92,7 +99,9 @@ def to_onnx(
             args, kwargs = _normalize_inputs(args, kwargs)
             bound = ds.bind_inputs(model.forward, args, kwargs)
             spec = ds.normalize(bound, args, kwargs, dynamic_shapes)
-            ep = capture.export(model, args, kwargs, spec.torch_spec, strict)
+            # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
+            with capture_autograd_functions(autograd_functions, training=model.training, strict=strict):
+                ep = capture.export(model, args, kwargs, spec.torch_spec, strict, spec.describe())
             names = ds.symbol_names(ep, spec)
         else:
             raise InvalidModelError(
@@ -177,7 +186,7 @@ def _spec_paths(spec, prefix: list) -> Iterator[list]:
     if spec.is_leaf():
         yield prefix
         return
-    children = spec.children_specs
+    children = spec.children()
     ctx = spec.context
     if isinstance(ctx, (list, tuple)) and len(ctx) == len(children) and all(isinstance(k, str) for k in ctx):
         keys = list(ctx)

@@ -78,6 +78,16 @@ class InferenceSession:
         providers: Sequence[str] | None = None,
         sess_options: ort.SessionOptions | None = None,
     ):
+        # -- PythonOp hook: com.microsoft::PythonOp nodes run through runtime_python_op.PythonOpSession
+        from .runtime_python_op import PythonOpSession, has_python_ops
+
+        self._python_ops = PythonOpSession(model, providers, sess_options) if has_python_ops(model) else None
+        if self._python_ops is not None:
+            self._sess = self._python_ops
+            self._input_names = [i.name for i in self._sess.get_inputs()]
+            self._input_types = {i.name: i.type for i in self._sess.get_inputs()}
+            return
+        # -- end of the PythonOp hook
         content = _model_bytes_or_path(model)
         chosen = list(providers) if providers is not None else default_providers()
         try:
@@ -120,6 +130,9 @@ class InferenceSession:
 
         Returns numpy arrays, as onnxruntime does (bfloat16 as ``ml_dtypes.bfloat16``).
         """
+        if self._python_ops is not None:  # PythonOp hook
+            self._check_feeds(feeds)
+            return self._python_ops.run(output_names, feeds, run_options)
         return [_ortvalue_to_numpy(v) for v in self.run_ortvalues(output_names, feeds, run_options)]
 
     def run_torch(
@@ -130,6 +143,9 @@ class InferenceSession:
     ) -> list[torch.Tensor]:
         """Same as :meth:`run` but returns torch tensors, shared with onnxruntime's buffers (no copy);
         on a CUDA session they stay on the GPU."""
+        if self._python_ops is not None:  # PythonOp hook
+            self._check_feeds(feeds)
+            return self._python_ops.run_torch(output_names, feeds, run_options)
         return [_ortvalue_to_torch(v) for v in self.run_ortvalues(output_names, feeds, run_options)]
 
     def run_ortvalues(
@@ -140,6 +156,8 @@ class InferenceSession:
     ) -> list[ort.OrtValue]:
         """Runs the model on ``OrtValue``; torch feeds are passed through DLPack without a copy."""
         self._check_feeds(feeds)
+        if self._python_ops is not None:  # PythonOp hook
+            return self._python_ops.run_ortvalues(output_names, feeds, run_options)
         names = list(output_names) if output_names else [o.name for o in self._sess.get_outputs()]
         binding = self._sess.io_binding()
         for name, value in feeds.items():

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     linalg,
     normalization,
     passthrough,
+    python_op,
     reduction,
     shape,
     symbolic,

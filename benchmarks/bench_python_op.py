@@ -1,0 +1,107 @@
+"""Overhead of one PythonOp node: a model made of one custom ``torch.autograd.Function`` exported as
+``com.microsoft::PythonOp`` and run by ``experimental.torch_interpreter.InferenceSession``, against calling
+the function directly, on a tensor of 1M float32 (``--size``).
+
+Run: ``python benchmarks/bench_python_op.py [--size 1000000] [--repeat 300] [--threads N]``. Prints one
+table: median and minimum time of each case, and its overhead against the reference case. Rows:
+
+* ``direct``: ``Scale.apply(x)`` under ``torch.no_grad()``;
+* ``PythonOp, run_torch``: the exported model, torch tensors in and out (DLPack, no copy);
+* ``PythonOp, run``: the same, numpy in and out, as onnxruntime's ``run``;
+* ``relu -> PythonOp -> sigmoid``: the function between two ONNX ops, so two onnxruntime segments around
+  it, against ``... inline``, the same model exported with ``autograd_functions="inline"`` (one session).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import onnxruntime as ort
+import torch
+
+from experimental.torch_interpreter import InferenceSession, to_onnx
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, alpha):
+        return x * alpha
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2.0, None
+
+
+class One(torch.nn.Module):
+    def forward(self, x):
+        return Scale.apply(x, 2.0)
+
+
+class Sandwich(torch.nn.Module):
+    def forward(self, x):
+        return Scale.apply(x.relu(), 2.0).sigmoid()
+
+
+def _median(fn, repeat: int, warmup: int = 10) -> tuple[float, float]:
+    """(median, minimum) of ``repeat`` timed calls, in seconds."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        begin = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - begin)
+    return statistics.median(times), min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=300)
+    parser.add_argument("--threads", type=int, default=0, help="torch and onnxruntime threads (0: their default)")
+    args = parser.parse_args()
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        options.intra_op_num_threads = args.threads
+    x, n = torch.randn(args.size), args.repeat
+    xn = x.numpy()
+
+    rows = []
+    with torch.no_grad():
+        direct = _median(lambda: Scale.apply(x, 2.0), args.repeat)
+    rows.append(("direct Scale.apply(x)", direct))
+
+    sess = InferenceSession(to_onnx(One(), (x,)), sess_options=options)
+    feed = sess.get_inputs()[0].name
+    torch.testing.assert_close(sess.run_torch(None, {feed: x})[0], x * 2.0)
+    rows.append(("PythonOp, run_torch", _median(lambda: sess.run_torch(None, {feed: x}), args.repeat)))
+    rows.append(("PythonOp, run (numpy)", _median(lambda: sess.run(None, {feed: xn}), args.repeat)))
+
+    inline = InferenceSession(to_onnx(Sandwich(), (x,), autograd_functions="inline"), sess_options=options)
+    cut = InferenceSession(to_onnx(Sandwich(), (x,)), sess_options=options)
+    torch.testing.assert_close(cut.run_torch(None, {feed: x})[0], inline.run_torch(None, {feed: x})[0])
+    rows.append(("relu -> mul -> sigmoid, inline (1 session)", _median(lambda: inline.run_torch(None, {feed: x}), n)))
+    rows.append(("relu -> PythonOp -> sigmoid (2 sessions)", _median(lambda: cut.run_torch(None, {feed: x}), n)))
+
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, providers {sess.get_providers()}, "
+        f"{args.size} float32, {args.repeat} runs"
+    )
+    print(f"{'case':<44} {'median ms':>10} {'overhead':>9} {'min ms':>8} {'overhead':>9}")
+    reference = {1: 0, 2: 0, 4: 3}
+    for i, (name, (median, low)) in enumerate(rows):
+        line = f"{name:<44} {median * 1e3:10.3f} "
+        if i in reference:
+            ref_median, ref_low = rows[reference[i]][1]
+            line += f"{(median - ref_median) * 1e3:9.3f} {low * 1e3:8.3f} {(low - ref_low) * 1e3:9.3f}"
+        else:
+            line += f"{'':9} {low * 1e3:8.3f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+"""Capture of ``torch.autograd.Function.apply`` as one call to the custom op ``aten2onnx::python_op``.
+
+While :func:`capture_autograd_functions` is active, ``Function.apply`` is replaced by a call to
+``aten2onnx::python_op(str key, Tensor[] inputs) -> Tensor[]`` for the classes the policy keeps; ``key`` indexes
+the table of captured calls (:mod:`.table`). torch.export records that op instead of the forward's ops, in
+non-strict mode (our ``apply`` runs in Python) and in strict mode (the kept classes are put in the graph as
+they are, dynamo's ``allow_in_graph``, so that the replaced ``apply`` runs when the graph is traced to aten).
+The op's fake implementation gives the outputs' shapes and dtypes from the user's output rule, or by running
+``forward`` on the fake tensors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+from ..errors import ConversionError
+from . import table
+
+#: the modes a Function class can be exported with
+PYTHON_OP = "python_op"
+INLINE = "inline"
+MODES = (PYTHON_OP, INLINE)
+#: class attributes a Function may define to choose its mode and give its output rule
+MODE_ATTRIBUTE = "onnx_export"
+RULE_ATTRIBUTE = "onnx_output_rule"
+
+_APPLY = torch.autograd.Function.__dict__["apply"]  # the classmethod object, restored after capture
+_ORIGINAL_APPLY = _APPLY.__func__
+_LOCAL = threading.local()
+_PATCH_LOCK = threading.Lock()
+_PATCH_COUNT = 0
+
+Policy = str | Mapping[Any, Any] | None
+
+
+# -- the custom op ----------------------------------------------------------------------------------------
+@torch.library.custom_op("aten2onnx::python_op", mutates_args=())
+def python_op(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Runs the captured ``Function.apply`` call ``key`` on ``inputs`` (eager execution of an exported graph)."""
+    call = table.get(key)
+    with torch.no_grad():
+        outs = call.outputs(_ORIGINAL_APPLY(call.cls, *call.bind(inputs)))
+    # a custom op may not return its inputs or views of them
+    storages = {t.untyped_storage().data_ptr() for t in inputs}
+    return [o.clone() if o.untyped_storage().data_ptr() in storages else o for o in outs]
+
+
+@python_op.register_fake
+def _python_op_fake(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    call = table.get(key)
+    args = call.bind(inputs)
+    if call.rule is not None:
+        try:
+            result = call.rule(*args)
+        except Exception as e:
+            raise ConversionError(
+                f"the output rule of {call.name} failed on fake tensors: {type(e).__name__}: {e}"
+            ) from e
+    else:
+        result = run_forward_on_fake(call.cls, args)
+    return [torch.empty_like(o) for o in call.outputs(result)]
+
+
+class _FakeCtx:
+    """What ``forward`` receives as ``ctx`` while it runs on fake tensors: a namespace whose autograd methods
+    do nothing."""
+
+    def __init__(self, needs_input_grad: tuple[bool, ...]):
+        self.needs_input_grad = needs_input_grad
+        self.saved_tensors: tuple = ()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved_tensors = tensors
+
+    def save_for_forward(self, *tensors: Any) -> None:
+        pass
+
+    def mark_dirty(self, *args: Any) -> None:
+        pass
+
+    def mark_non_differentiable(self, *args: Any) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+
+def _uses_setup_context(cls: type) -> bool:
+    from torch.autograd.function import _is_setup_context_defined
+
+    return _is_setup_context_defined(cls.setup_context)
+
+
+def run_forward_on_fake(cls: type, args: list[Any]) -> Any:
+    """Runs ``cls.forward`` on fake tensors to learn its outputs, or says how to give them."""
+    try:
+        if _uses_setup_context(cls):
+            return cls.forward(*args)
+        needs = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+        return cls.forward(_FakeCtx(needs), *args)
+    except Exception as e:
+        name = table.func_name(cls)
+        raise ConversionError(
+            f"the forward of {name} cannot run on fake tensors ({type(e).__name__}: {str(e).strip()[:300]}), so "
+            "the shapes and dtypes of its outputs are unknown. Give an output rule: a function taking forward's "
+            "arguments (without ctx) and returning empty tensors shaped like the outputs, e.g. "
+            f"to_onnx(..., autograd_functions={{{cls.__name__}: lambda x, *args: torch.empty_like(x)}}) or the "
+            f"class attribute {cls.__name__}.{RULE_ATTRIBUTE} = staticmethod(...)"
+        ) from e
+
+
+# -- policy -------------------------------------------------------------------------------------------------
+class Resolver:
+    """Chooses, for each Function class, between a PythonOp node (with an output rule or None) and inlining.
+
+    In order: the entry of ``policy`` for the class (the class or its qualified name as key; the value is a
+    mode or an output rule, which means ``python_op``), the class attribute ``onnx_export`` (and
+    ``onnx_output_rule``), ``policy`` itself when it is a mode, else ``python_op`` for classes defined outside
+    torch and ``inline`` for torch's own.
+    """
+
+    def __init__(self, policy: Policy = None, training: bool = False):
+        self.default: str | None = None
+        self.entries: dict[Any, Any] = {}
+        if isinstance(policy, str):
+            self.default = _check_mode(policy, "autograd_functions")
+        elif isinstance(policy, Mapping):
+            for key, value in policy.items():
+                if not (isinstance(key, str) or (isinstance(key, type) and issubclass(key, torch.autograd.Function))):
+                    raise TypeError(
+                        f"autograd_functions keys are torch.autograd.Function classes or their qualified names, "
+                        f"not {key!r}"
+                    )
+                if not callable(value):
+                    _check_mode(value, f"autograd_functions[{key!r}]")
+                self.entries[key] = value
+        elif policy is not None:
+            raise TypeError(
+                f"autograd_functions is 'python_op', 'inline' or a dict {{Function class: mode or output rule}}, "
+                f"not {type(policy).__name__}"
+            )
+        self.training = int(bool(training))
+
+    def resolve(self, cls: type) -> tuple[str, Callable[..., Any] | None]:
+        rule = getattr(cls, RULE_ATTRIBUTE, None)
+        for key in (cls, table.func_name(cls), cls.__qualname__):
+            if key in self.entries:
+                value = self.entries[key]
+                if callable(value):
+                    return PYTHON_OP, value
+                return value, rule
+        mode = getattr(cls, MODE_ATTRIBUTE, None)
+        if mode is not None:
+            return _check_mode(mode, f"{cls.__qualname__}.{MODE_ATTRIBUTE}"), rule
+        if self.default is not None:
+            return self.default, rule
+        module = cls.__module__ or ""
+        return (INLINE if module == "torch" or module.startswith("torch.") else PYTHON_OP), rule
+
+
+def _check_mode(mode: Any, where: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"{where} must be one of {MODES} or an output rule (a callable), not {mode!r}")
+    return mode
+
+
+# -- the replacement of apply ---------------------------------------------------------------------------------
+def _forward_arguments(cls: type, args: tuple, kwargs: dict) -> list[Any]:
+    """Every argument of ``forward`` after ``ctx``, positional, defaults applied, ``*args`` flattened."""
+    signature = inspect.signature(cls.forward)
+    bound = signature.bind(*args, **kwargs) if _uses_setup_context(cls) else signature.bind(None, *args, **kwargs)
+    bound.apply_defaults()
+    params = list(signature.parameters.values())
+    if not _uses_setup_context(cls):
+        params = params[1:]
+    values: list[Any] = []
+    for param in params:
+        value = bound.arguments.get(param.name, ())
+        if param.kind == inspect.Parameter.VAR_POSITIONAL:
+            values.extend(value)
+        elif param.kind == inspect.Parameter.VAR_KEYWORD and not value:
+            continue
+        elif param.kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            raise ConversionError(
+                f"{table.func_name(cls)}.forward has the keyword-only parameter {param.name!r}: a PythonOp node "
+                "passes its arguments by position"
+            )
+        else:
+            values.append(value)
+    return values
+
+
+def _captured_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+    resolver: Resolver | None = getattr(_LOCAL, "resolver", None)
+    if resolver is None:
+        return _ORIGINAL_APPLY(cls, *args, **kwargs)
+    mode, rule = resolver.resolve(cls)
+    if mode == INLINE:
+        return _ORIGINAL_APPLY(cls, *args, **kwargs)
+    values = _forward_arguments(cls, args, kwargs)
+    convention, constants, tensors, grads = "", [], [], []
+    for i, value in enumerate(values):
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise ConversionError(
+                f"argument {i} of {table.func_name(cls)}.apply is a dynamic value ({value}): PythonOp constants are "
+                "fixed at export; pass it as a tensor or compute it inside forward"
+            )
+        if not isinstance(value, torch.Tensor) and any(isinstance(v, torch.Tensor) for v in tree_leaves(value)):
+            raise ConversionError(
+                f"argument {i} of {table.func_name(cls)}.apply holds tensors inside a {type(value).__name__}: a "
+                "PythonOp node takes tensors as separate arguments only"
+            )
+        if isinstance(value, torch.Tensor):
+            convention += "d"
+            constants.append(None)
+            tensors.append(value)
+            grads.append(int(value.requires_grad))
+        else:
+            convention += "c"
+            constants.append(value)
+            grads.append(0)
+    key = table.register(cls, constants, convention, grads, rule, resolver.training)
+    outs = torch.ops.aten2onnx.python_op(key, tensors)
+    return table.get(key).structure(outs)
+
+
+def _subclasses(cls: type) -> Iterator[type]:
+    seen: set[int] = set()
+    stack = list(cls.__subclasses__())
+    while stack:
+        sub = stack.pop()
+        if id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        yield sub
+        stack.extend(sub.__subclasses__())
+
+
+@contextlib.contextmanager
+def capture_autograd_functions(
+    policy: Policy = None, training: bool = False, strict: bool = False
+) -> Iterator[Resolver]:
+    """Inside the block, ``Function.apply`` of the classes ``policy`` keeps becomes one ``aten2onnx::python_op``
+    call, which :func:`to_onnx` translates into a ``com.microsoft::PythonOp`` node.
+
+    ``to_onnx`` enters it around ``torch.export.export``; use it directly to export an ExportedProgram
+    yourself and give it to ``to_onnx`` afterwards. ``training`` sets the nodes' ``training_mode``;
+    ``strict=True`` is needed when the block runs ``torch.export.export(..., strict=True)`` (dynamo), for the
+    classes defined before the block.
+    """
+    global _PATCH_COUNT
+    resolver = Resolver(policy, training)
+    allowed = None
+    if strict:
+        from torch._dynamo import trace_rules
+
+        allowed = trace_rules._allowed_callable_ids
+    added: list[int] = []
+    saved = getattr(_LOCAL, "resolver", None)
+    with _PATCH_LOCK:
+        if _PATCH_COUNT == 0:
+            torch.autograd.Function.apply = classmethod(_captured_apply)
+        _PATCH_COUNT += 1
+        # strict capture: dynamo writes kept classes' apply into the graph as a call, run later by our apply
+        for cls in _subclasses(torch.autograd.Function) if allowed is not None else ():
+            if resolver.resolve(cls)[0] == PYTHON_OP and id(cls) not in allowed:
+                allowed.add(id(cls))
+                added.append(id(cls))
+    _LOCAL.resolver = resolver
+    try:
+        yield resolver
+    finally:
+        _LOCAL.resolver = saved
+        with _PATCH_LOCK:
+            for ident in added:
+                allowed.remove(ident)  # type: ignore[union-attr]
+            _PATCH_COUNT -= 1
+            if _PATCH_COUNT == 0:
+                torch.autograd.Function.apply = _APPLY
