@@ -173,6 +173,8 @@ class InferenceSession:
             return value
         if isinstance(value, torch.Tensor):
             value = value.detach()
+            if value.device.type != "cpu" and CUDA not in self.get_providers():
+                value = value.cpu()  # a CPU session reads host memory only
             if value.dtype != torch.bool:  # DLPack's bool is not read by onnxruntime
                 return ort.OrtValue.from_dlpack(value.contiguous())
             value = value.cpu().numpy()
