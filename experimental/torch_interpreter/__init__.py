@@ -14,11 +14,13 @@ from .errors import (
     TorchInterpreterError,
     UnsupportedOpError,
 )
+from .onnx_export_errors import bypass_export_some_errors
 from .registry import Registry, default_registry, register
 from .runtime import InferenceSession
 from . import ops  # noqa: F401  (registers the converters)
 
 __all__ = [
+    "bypass_export_some_errors",
     "ConversionError",
     "DynamicShapeError",
     "ExportCaptureError",

@@ -193,11 +193,13 @@ class GraphBuilder:
     # -- assembling ---------------------------------------------------------------------------------
     def to_graph(self, name: str = "main_graph") -> ir.Graph:
         opsets = {"": self.opset, **self.extra_opsets}
+        outputs = set(map(id, self.outputs))
+        used = [v for v in self.initializers if v.uses() or id(v) in outputs]  # unused buffers are dropped
         return ir.Graph(
             self.inputs,
             self.outputs,
             nodes=self.nodes,
-            initializers=self.initializers,
+            initializers=used,
             opset_imports=opsets,
             name=name,
         )

@@ -19,6 +19,7 @@ from .builder import GraphBuilder
 from .dtypes import onnx_dtype
 from .errors import ConversionError, DynamicShapeError, InputMismatchError, InvalidModelError
 from .interpreter import Interpreter, missing_converters, raise_if_missing
+from .logs import verbosity
 from .python_op import capture_autograd_functions
 from .registry import Registry, default_registry
 from .saving import save
@@ -83,7 +84,7 @@ def to_onnx(
         >>> onx.graph.input[0].type.tensor_type.shape.dim[0].dim_param
         'batch'
     """
-    with _verbosity(verbose):
+    with verbosity(verbose):
         begin = time.perf_counter()
         if target_opset < 18:
             raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
@@ -102,7 +103,7 @@ def to_onnx(
             # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
             with capture_autograd_functions(autograd_functions, training=model.training, strict=strict):
                 ep = capture.export(model, args, kwargs, spec.torch_spec, strict, spec.describe())
-            names = ds.symbol_names(ep, spec)
+            names = ds.symbol_names(ep, spec, args, kwargs)
         else:
             raise InvalidModelError(
                 f"to_onnx expects a torch.nn.Module or a torch.export.ExportedProgram, not "
@@ -135,9 +136,11 @@ def translate(
     interpreter = Interpreter(builder, registry, dim_names)
     signature = ep.graph_signature
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    input_names = iter(_input_names(ep))
     env: dict[torch.fx.Node, Any] = {}
     for node, spec in zip(placeholders, signature.input_specs):
-        env[node] = _placeholder_value(ep, builder, interpreter, node, spec)
+        name = next(input_names) if spec.kind == InputKind.USER_INPUT else None
+        env[node] = _placeholder_value(ep, builder, interpreter, node, spec, name or node.name)
     outputs = interpreter.run(ep.graph_module, env)
     user = [v for v, spec in zip(outputs, signature.output_specs) if spec.kind == OutputKind.USER_OUTPUT]
     mutated = [spec for spec in signature.output_specs if spec.kind == OutputKind.USER_INPUT_MUTATION]
@@ -151,13 +154,13 @@ def translate(
     return builder.to_model(ir_version=IR_VERSION)
 
 
-def _placeholder_value(ep, builder, interpreter, node, spec) -> Any:
+def _placeholder_value(ep, builder, interpreter, node, spec, name: str) -> Any:
     val = node.meta.get("val")
     if spec.kind == InputKind.USER_INPUT:
         if isinstance(val, torch.Tensor):
-            return builder.input(node.name, onnx_dtype(val.dtype), interpreter.onnx_shape(val))
+            return builder.input(name, onnx_dtype(val.dtype), interpreter.onnx_shape(val))
         if isinstance(val, torch.SymInt):
-            return builder.input(node.name, ir.DataType.INT64, [])
+            return builder.input(name, ir.DataType.INT64, [])
         return getattr(spec.arg, "value", val)  # a Python constant, specialized by torch.export
     if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
         tensor = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
@@ -165,8 +168,17 @@ def _placeholder_value(ep, builder, interpreter, node, spec) -> Any:
     raise ConversionError(f"placeholder {node.name!r} of kind {spec.kind.name} is not supported")
 
 
+def _input_names(ep: torch.export.ExportedProgram) -> list[str | None]:
+    """Names of the user inputs: the placeholder's for a top-level tensor, the pytree path for a tensor
+    inside a keyword container (``past_key_values.0.key``); None keeps the placeholder's name."""
+    spec = ep.call_spec.in_spec
+    paths = list(_spec_paths(spec, [])) if spec is not None else []
+    return [".".join(str(p) for p in path[1:]) if len(path) > 2 and path[0] == 1 else None for path in paths]
+
+
 def _output_names(ep: torch.export.ExportedProgram, count: int) -> list[str]:
-    """``logits``, ``output_0``, ``past_key_values.0.key``: names from the output's pytree structure."""
+    """``logits``, ``output_0``, ``present.0.key``: names from the output's pytree structure; a cache
+    returned as ``past_key_values`` is named ``present``, as ONNX LLM runtimes expect."""
     spec = ep.call_spec.out_spec
     paths = list(_spec_paths(spec, [])) if spec is not None else []
     if len(paths) != count:
@@ -178,23 +190,29 @@ def _output_names(ep: torch.export.ExportedProgram, count: int) -> list[str]:
         elif isinstance(path[0], int):
             names.append(".".join(["output_" + str(path[0])] + [str(p) for p in path[1:]]))
         else:
-            names.append(".".join(str(p) for p in path))
+            head = "present" if path[0] == "past_key_values" and len(path) > 1 else str(path[0])
+            names.append(".".join([head] + [str(p) for p in path[1:]]))
     return names
+
+
+def _spec_keys(spec) -> list:
+    """Names of a TreeSpec's children: a dict's keys, a namedtuple's fields, the names a context holds
+    (``(name, ...)`` tuples for the caches of ``patches/transformers_caches.py``), else positions."""
+    n, ctx = spec.num_children, spec.context
+    if hasattr(ctx, "_fields"):
+        return list(ctx._fields)
+    if isinstance(ctx, (list, tuple)) and len(ctx) == n:
+        keys = [k[0] if isinstance(k, tuple) and k else k for k in ctx]
+        if all(isinstance(k, str) for k in keys):
+            return keys
+    return list(range(n))
 
 
 def _spec_paths(spec, prefix: list) -> Iterator[list]:
     if spec.is_leaf():
         yield prefix
         return
-    children = spec.children()
-    ctx = spec.context
-    if isinstance(ctx, (list, tuple)) and len(ctx) == len(children) and all(isinstance(k, str) for k in ctx):
-        keys = list(ctx)
-    elif hasattr(ctx, "_fields"):
-        keys = list(ctx._fields)
-    else:
-        keys = list(range(len(children)))
-    for key, child in zip(keys, children):
+    for key, child in zip(_spec_keys(spec), spec.children()):
         yield from _spec_paths(child, prefix + [key])
 
 
@@ -218,21 +236,3 @@ def _default_registry() -> Registry:
     from . import ops  # noqa: F401  (fills the registry once per process)
 
     return default_registry
-
-
-@contextlib.contextmanager
-def _verbosity(verbose: int) -> Iterator[None]:
-    if not verbose:
-        yield
-        return
-    package_logger = logging.getLogger("experimental.torch_interpreter")
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
-    saved = package_logger.level
-    package_logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
-    package_logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        package_logger.removeHandler(handler)
-        package_logger.setLevel(saved)

@@ -16,7 +16,8 @@ from typing import Any
 
 import sympy
 import torch
-from torch.utils._pytree import keystr, tree_flatten_with_path, tree_unflatten
+import torch.utils._pytree as pytree
+from torch.utils._pytree import keystr, tree_flatten_with_path
 
 from .errors import DynamicShapeError, InputMismatchError
 
@@ -101,7 +102,23 @@ def _walk(value: Any, spec: Any, path: str, label: str, axes: dict) -> Any:
         if unknown:
             raise DynamicShapeError(f"dynamic shape spec of {label} names unknown keys {sorted(unknown)}")
         return {k: _walk(value[k], s, f"{path}[{k!r}]", f"{label}[{k!r}]", axes) for k, s in spec.items()}
-    # other containers (e.g. a cache object): torch.export checks them itself
+    node = pytree.SUPPORTED_NODES.get(type(value))
+    if node is not None and isinstance(spec, (list, tuple)):  # a registered container (e.g. a cache)
+        if node.flatten_with_keys_fn is not None:
+            keyed, _ = node.flatten_with_keys_fn(value)
+        else:
+            children, _ = node.flatten_fn(value)
+            keyed = [(pytree.SequenceKey(i), c) for i, c in enumerate(children)]
+        if len(keyed) != len(spec):
+            raise DynamicShapeError(
+                f"input {label} ({type(value).__name__}) flattens into {len(keyed)} tensors but its dynamic "
+                f"shape spec has {len(spec)} entries"
+            )
+        return type(spec)(
+            _walk(child, s, path + keystr((key,)), label + keystr((key,)), axes)
+            for (key, child), s in zip(keyed, spec)
+        )
+    # other objects: torch.export checks them itself
     return spec
 
 
@@ -192,7 +209,7 @@ def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, d
     return DimSpec(spec, axes)
 
 
-def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec) -> dict[str, str]:
+def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, kwargs: dict) -> dict[str, str]:
     """Maps each symbol of the user inputs (``s43``) to the user's name (``batch``).
 
     Raises :class:`DynamicShapeError` when an axis the user declared dynamic was made static.
@@ -206,7 +223,10 @@ def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec) -> dict[str, s
     in_spec = ep.call_spec.in_spec
     if in_spec is None or not spec.axes:
         return {}
-    paths = [keystr(p) for p, _ in tree_flatten_with_path(tree_unflatten(list(range(in_spec.num_leaves)), in_spec))[0]]
+    # flatten the real inputs (custom containers flatten with their own keys) in torch.export's order
+    kw_keys = in_spec.children()[1].context if in_spec.num_children == 2 else None
+    ordered = {k: kwargs[k] for k in kw_keys} if kw_keys is not None else kwargs
+    paths = [keystr(p) for p, _ in tree_flatten_with_path((args, ordered))[0]]
     nodes_by_path = dict(zip(paths, user_nodes))
     names: dict[str, str] = {}
     for path, (_, axes) in spec.axes.items():

@@ -1,0 +1,123 @@
+"""``bypass_export_some_errors``: patches the known causes of export failures, undone on exit."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from .logs import verbosity
+from .patches import ALL_PATCHES, Patch
+
+logger = logging.getLogger(__name__)
+
+
+def patch_table(patches: list[Patch] | None = None) -> str:
+    """The patches as a reStructuredText table (name, group, what it replaces, error fixed, versions)."""
+    rows = [(p.name, p.group, p.replaces, p.fixes, p.versions) for p in (patches or ALL_PATCHES)]
+    header = ("patch", "group", "replaces", "fixes", "versions")
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    for row in [header, *rows]:
+        lines.append(f"   * - {row[0]}")
+        lines.extend(f"     - {cell}" for cell in row[1:])
+    return "\n".join(lines)
+
+
+def _copy_caches(value: Any) -> Any:
+    """Inputs with every transformers cache copied, so that exporting and running the model in eager
+    mode (which appends to caches in place) do not change the user's objects."""
+    if type(value).__name__.endswith("Cache") and hasattr(value, "layers") or type(value).__name__ == (
+        "EncoderDecoderCache"
+    ):
+        return copy.deepcopy(value)
+    if isinstance(value, dict):
+        return {k: _copy_caches(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_copy_caches(v) for v in value)
+    return value
+
+
+@contextlib.contextmanager
+def bypass_export_some_errors(
+    patch_sympy: bool = True,
+    patch_torch: bool = True,
+    patch_transformers: bool = False,
+    backed_size_oblivious: bool = False,
+    verbose: int = 0,
+) -> Iterator[Callable[[Any], Any]]:
+    """Patches what makes ``torch.export`` fail on common models; undoes everything on exit.
+
+    Only the patches the installed versions need are applied (each checks for itself), so nesting
+    the context manager is safe: the inner one applies nothing that the outer one applied.
+
+    :param patch_sympy: patches for sympy (none is needed with sympy 1.14 and torch 2.13)
+    :param patch_torch: patches for torch, see the table below
+    :param patch_transformers: registers transformers caches as pytree nodes
+    :param backed_size_oblivious: sets ``torch.fx.experimental._config.backed_size_oblivious`` while
+        exporting, so that an example input of size 1 on a dynamic axis (a past length of 1) does not
+        specialize the dimension; the graph is then valid for sizes >= 2 and for 1 where broadcasting
+        does not depend on it
+    :param verbose: 1 logs the patches applied and undone
+    :return: (as context manager) a function ``adapt(inputs)`` returning the inputs with every cache
+        copied, so that exporting and running the model in eager mode leave the user's caches alone
+
+    The patches:
+
+    .. list-table::
+       :header-rows: 1
+
+       * - patch
+         - group
+         - fixes
+       * - torch.jit.isinstance
+         - torch
+         - strict export: ``Unsupported: Attempted to call function marked as skipped ... isinstance``
+       * - torch._dynamo.mark_static_address
+         - torch
+         - strict export: ``Attempt to trace forbidden callable <function mark_static_address>``
+       * - DynamicCache as pytree
+         - transformers
+         - ``Unsupported input type <class 'transformers.cache_utils.DynamicCache'>``
+       * - EncoderDecoderCache as pytree
+         - transformers
+         - ``Unsupported input type <class '...EncoderDecoderCache'>``
+
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import bypass_export_some_errors, to_onnx
+        >>> class Model(torch.nn.Module):
+        ...     def forward(self, x):
+        ...         return x + 1 if torch.jit.isinstance(x, torch.Tensor) else x
+        >>> with bypass_export_some_errors(verbose=0) as adapt:
+        ...     onx = to_onnx(Model(), adapt((torch.randn(2),)), strict=True)
+        >>> [n.op_type for n in onx.graph.node]
+        ['Constant', 'Add']
+    """
+    groups = {"sympy": patch_sympy, "torch": patch_torch, "transformers": patch_transformers}
+    undo: list[tuple[Patch, Callable[[], None]]] = []
+    stack = contextlib.ExitStack()
+    stack.enter_context(verbosity(verbose))
+    level = logging.INFO
+    try:
+        for patch in ALL_PATCHES:
+            if groups[patch.group] and patch.needed():
+                undo.append((patch, patch.apply()))
+                logger.log(level, "applied patch %r: %s", patch.name, patch.replaces)
+        if backed_size_oblivious:
+            import torch.fx.experimental._config as fx_config
+
+            stack.enter_context(fx_config.patch(backed_size_oblivious=True))
+            logger.log(level, "set torch.fx.experimental._config.backed_size_oblivious=True")
+        logger.log(level, "%d patch(es) applied: %s", len(undo), [p.name for p, _ in undo])
+        yield _copy_caches
+    finally:
+        for patch, fn in reversed(undo):
+            fn()
+            logger.log(level, "undid patch %r", patch.name)
+        torch._dynamo.reset()  # dynamo may have cached code traced with the patches
+        stack.close()
