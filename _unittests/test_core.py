@@ -1,7 +1,6 @@
-import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
+from helpers import check_model, op_types
 
 
 def test_linear_dynamic_batch():

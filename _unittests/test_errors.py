@@ -7,6 +7,7 @@ import torch
 
 from experimental.torch_interpreter import (
     DynamicShapeError,
+    ExportCaptureError,
     InferenceSession,
     InputMismatchError,
     InvalidModelError,
@@ -90,3 +91,17 @@ def test_runtime_feeds_checked():
     sess = InferenceSession(onx)
     with pytest.raises(RuntimeFeedError, match=r"missing \['input'\].*unknown \['x'\]"):
         sess.run(None, {"x": torch.randn(3)})
+
+
+class RaisesInForward(torch.nn.Module):
+    def forward(self, x):
+        raise NotImplementedError("not for this input")
+
+
+def test_strict_capture_failure_says_what_to_try():
+    with pytest.raises(ExportCaptureError) as info:
+        to_onnx(RaisesInForward(), (torch.randn(2),), strict=True)
+    message = str(info.value)
+    assert "torch.export.export (strict) failed" in message
+    assert "What to try:" in message and "strict=False" in message
+    assert isinstance(info.value.__cause__, Exception)

@@ -2,7 +2,6 @@
 with dynamic batch, sequence and cache length, and match eager PyTorch on a second set of shapes."""
 
 import pytest
-import torch
 
 pytest.importorskip("transformers")
 

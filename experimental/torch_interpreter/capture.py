@@ -28,6 +28,11 @@ _HINTS = [
         "BuiltinVariable(NotImplementedError)",
         "strict mode met a Python construct it cannot trace; try strict=False",
     ),
+    (
+        "Observed exception",
+        "the model raised an exception while being traced (see the source line in torch's message); "
+        "with strict=False the Python exception itself is shown",
+    ),
     ("torch._dynamo.exc.Unsupported", "strict mode (dynamo) cannot trace this code; try strict=False"),
     ("Unsupported input type", "an input type is not a registered pytree node; register it or flatten the inputs"),
     (
@@ -72,7 +77,8 @@ def export(
         ep = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
     except Exception as e:
         message = str(e)
-        hints = [advice for marker, advice in _HINTS if marker in message or marker in type(e).__name__]
+        qualified = f"{type(e).__module__}.{type(e).__name__}"
+        hints = [advice for marker, advice in _HINTS if marker in message or marker in qualified]
         mode = "strict" if strict else "non-strict"
         text = f"torch.export.export ({mode}) failed: {type(e).__name__}: {message.strip()}"
         if hints:
