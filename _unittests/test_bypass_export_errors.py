@@ -107,8 +107,9 @@ class Past(torch.nn.Module):
 def test_backed_size_oblivious_keeps_a_past_of_one_dynamic():
     x, past = torch.randn(2, 3), torch.randn(2, 1)
     ds = ({1: "seq"}, {1: "past"})
-    with pytest.raises(DynamicShapeError, match="past"):
+    with pytest.raises(DynamicShapeError, match="past") as info:
         to_onnx(Past(), (x, past), dynamic_shapes=ds)
+    assert "backed_size_oblivious=True" in str(info.value)
     with bypass_export_some_errors(backed_size_oblivious=True):
         onx = check_model(Past(), (x, past), dynamic_shapes=ds, more_inputs=[((torch.randn(2, 4), torch.randn(2, 6)), None)])
     dims = [d.dim_param for d in onx.graph.input[1].type.tensor_type.shape.dim]

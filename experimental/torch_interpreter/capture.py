@@ -34,6 +34,12 @@ _HINTS = [
         "with strict=False the Python exception itself is shown",
     ),
     ("torch._dynamo.exc.Unsupported", "strict mode (dynamo) cannot trace this code; try strict=False"),
+    (
+        "0/1 specialized",
+        "an example input has size 0 or 1 on an axis declared dynamic, and torch.export specializes such "
+        "sizes: give examples of size >= 2 on dynamic axes (e.g. a past length of 2 or more), or export under "
+        "bypass_export_some_errors(backed_size_oblivious=True)",
+    ),
     ("Unsupported input type", "an input type is not a registered pytree node; register it or flatten the inputs"),
     (
         "Output-to-output aliasing",

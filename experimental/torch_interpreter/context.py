@@ -38,6 +38,15 @@ class NodeContext:
     def opset(self) -> int:
         return self.g.opset
 
+    def mutate(self, index: int, value: ir.Value) -> None:
+        """Tells the interpreter that the node wrote ``value`` into its argument ``index``: every alias of
+        that argument reads the new value from now on. An op returning the argument it mutates
+        (``add_(Tensor(a!) self) -> Tensor(a!)``) need not call it: its result is written back."""
+        aliases = self.interpreter.aliases
+        if aliases is None:
+            raise ValueError(f"{self.node.target} mutates its argument {index} but its schema says it does not")
+        aliases.mutate(self.node.args[index], value, self.node)
+
     # -- what PyTorch says of the node ---------------------------------------------------------------
     @property
     def val(self) -> Any:

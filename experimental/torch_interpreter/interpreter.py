@@ -11,6 +11,7 @@ import onnx_ir as ir
 import torch
 import torch.fx
 
+from .aliasing import AliasEnv
 from .builder import GraphBuilder
 from .context import NodeContext
 from .dtypes import onnx_dtype
@@ -60,6 +61,7 @@ class Interpreter:
         self.registry = registry
         self.dim_names = dim_names
         self.module: torch.fx.GraphModule | None = None
+        self.aliases: AliasEnv | None = None  # the environment of the graph being run, when it mutates tensors
         self._named: set[int] = set()  # values already named after an FX node
 
     # -- public ----------------------------------------------------------------------------------------
@@ -68,7 +70,11 @@ class Interpreter:
 
         Returns the flattened values of the output node.
         """
-        saved, self.module = self.module, module
+        saved = self.module, self.aliases
+        self.module = module
+        # in-place ops: an environment that carries the aliasing between views (aliasing.py)
+        self.aliases = AliasEnv.create(self, module.graph, env)
+        env = self.aliases if self.aliases is not None else env
         try:
             for node in module.graph.nodes:
                 if node.op == "placeholder":
@@ -85,7 +91,7 @@ class Interpreter:
                         f"{describe(node)}: FX nodes of kind {node.op!r} do not appear in exported programs"
                     )
         finally:
-            self.module = saved
+            self.module, self.aliases = saved
         return []
 
     def inline(self, module: torch.fx.GraphModule, inputs: Sequence[Any]) -> list[Any]:

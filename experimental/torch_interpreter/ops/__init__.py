@@ -10,11 +10,13 @@ from . import (  # noqa: F401
     elementwise,
     higher_order,
     indexing,
+    inplace,
     linalg,
     normalization,
     passthrough,
     python_op,
     reduction,
+    rnn,
     shape,
     symbolic,
 )

@@ -2,7 +2,7 @@
 
 One ONNX op where ONNX has it (run in float32 where onnxruntime lacks the type, see ``kernel_op``);
 formulas of several nodes run in float32 for float16 and bfloat16, as PyTorch does on CPU.
-The in-place overloads (``relu_``) return the new value: the FX graph uses it, not the mutated input.
+The in-place overloads (``relu_``) are registered by ``inplace.py``, with their aliasing semantics.
 """
 
 from __future__ import annotations
@@ -28,25 +28,25 @@ def _c(ctx: NodeContext, value: float, like: ir.Value) -> ir.Value:
     return ctx.const(value, like.dtype)
 
 
-@register("aten::relu.default", "aten::relu_.default")
+@register("aten::relu.default")
 def aten_relu(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """relu(Tensor self) -> Tensor"""
     return _op(ctx, "Relu", self)
 
 
-@register("aten::relu6.default", "aten::relu6_.default")
+@register("aten::relu6.default")
 def aten_relu6(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """relu6(Tensor self) -> Tensor"""
     return aten_hardtanh(ctx, self, 0, 6)
 
 
-@register("aten::hardtanh.default", "aten::hardtanh_.default")
+@register("aten::hardtanh.default")
 def aten_hardtanh(ctx: NodeContext, self: ir.Value, min_val: Scalar = -1, max_val: Scalar = 1) -> ir.Value:
     """hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"""
     return kernel_op(ctx, "Clip", self, min_val, max_val, dtype=ctx.out_dtype)
 
 
-@register("aten::gelu.default", "aten::gelu_.default")
+@register("aten::gelu.default")
 def aten_gelu(ctx: NodeContext, self: ir.Value, *, approximate: str = "none") -> ir.Value:
     """gelu(Tensor self, *, str approximate='none') -> Tensor
 
@@ -67,14 +67,14 @@ def aten_gelu(ctx: NodeContext, self: ir.Value, *, approximate: str = "none") ->
     return ctx.cast(y, ctx.out_dtype)
 
 
-@register("aten::silu.default", "aten::silu_.default")
+@register("aten::silu.default")
 def aten_silu(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """silu(Tensor self) -> Tensor: ``x * sigmoid(x)``."""
     x = ctx.cast(self, opmath_dtype(self.dtype))
     return ctx.cast(ctx.op("Mul", x, kernel_op(ctx, "Sigmoid", x, dtype=x.dtype)), ctx.out_dtype)
 
 
-@register("aten::sigmoid.default", "aten::sigmoid_.default")
+@register("aten::sigmoid.default")
 def aten_sigmoid(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """sigmoid(Tensor self) -> Tensor (integers give floats)"""
     return _op(ctx, "Sigmoid", ctx.cast(self, ctx.out_dtype))
@@ -114,13 +114,13 @@ def aten__log_softmax(ctx: NodeContext, self: ir.Value, dim: int, half_to_float:
     return _softmax(ctx, "LogSoftmax", self, dim)
 
 
-@register("aten::leaky_relu.default", "aten::leaky_relu_.default")
+@register("aten::leaky_relu.default")
 def aten_leaky_relu(ctx: NodeContext, self: ir.Value, negative_slope: Scalar = 0.01) -> ir.Value:
     """leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor"""
     return _op(ctx, "LeakyRelu", self, alpha=float(negative_slope))
 
 
-@register("aten::rrelu.default", "aten::rrelu_.default")
+@register("aten::rrelu.default")
 def aten_rrelu(
     ctx: NodeContext,
     self: ir.Value,
@@ -136,7 +136,7 @@ def aten_rrelu(
     return _op(ctx, "LeakyRelu", self, alpha=(float(lower) + float(upper)) / 2)
 
 
-@register("aten::elu.default", "aten::elu_.default")
+@register("aten::elu.default")
 def aten_elu(
     ctx: NodeContext, self: ir.Value, alpha: Scalar = 1, scale: Scalar = 1, input_scale: Scalar = 1
 ) -> ir.Value:
@@ -154,25 +154,25 @@ def aten_elu(
     return ctx.cast(ctx.op("Mul", y, _c(ctx, float(scale), x)), ctx.out_dtype)
 
 
-@register("aten::selu.default", "aten::selu_.default")
+@register("aten::selu.default")
 def aten_selu(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """selu(Tensor self) -> Tensor (ONNX Selu's default alpha and gamma are PyTorch's constants)"""
     return _op(ctx, "Selu", self)
 
 
-@register("aten::celu.default", "aten::celu_.default")
+@register("aten::celu.default")
 def aten_celu(ctx: NodeContext, self: ir.Value, alpha: Scalar = 1.0) -> ir.Value:
     """celu(Tensor self, Scalar alpha=1.) -> Tensor"""
     return _op(ctx, "Celu", self, alpha=float(alpha))
 
 
-@register("aten::hardsigmoid.default", "aten::hardsigmoid_.default")
+@register("aten::hardsigmoid.default")
 def aten_hardsigmoid(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """hardsigmoid(Tensor self) -> Tensor: ``clip(x / 6 + 1 / 2, 0, 1)``."""
     return _op(ctx, "HardSigmoid", self, alpha=1.0 / 6, beta=0.5)
 
 
-@register("aten::hardswish.default", "aten::hardswish_.default")
+@register("aten::hardswish.default")
 def aten_hardswish(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """hardswish(Tensor self) -> Tensor"""
     return _op(ctx, "HardSwish", self)
@@ -193,7 +193,7 @@ def aten_softplus(ctx: NodeContext, self: ir.Value, beta: Scalar = 1, threshold:
     return ctx.cast(y, ctx.out_dtype)
 
 
-@register("aten::mish.default", "aten::mish_.default")
+@register("aten::mish.default")
 def aten_mish(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """mish(Tensor self) -> Tensor"""
     return _op(ctx, "Mish", self)
@@ -235,7 +235,7 @@ def aten_prelu(ctx: NodeContext, self: ir.Value, weight: ir.Value) -> ir.Value:
     return kernel_op(ctx, "PRelu", self, weight, dtype=ctx.out_dtype)
 
 
-@register("aten::threshold.default", "aten::threshold_.default")
+@register("aten::threshold.default")
 def aten_threshold(ctx: NodeContext, self: ir.Value, threshold: Scalar, value: Scalar) -> ir.Value:
     """threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor: ``x if x > threshold else value``."""
     dtype = ctx.out_dtype
