@@ -1,0 +1,385 @@
+"""Aliasing semantics of in-place ops: a mutation is seen through every view of the tensor it changes.
+
+torch.export without functionalization keeps in-place ops, often applied to views::
+
+    slice_1 = aten.slice.Tensor(add_, 1, 1, 3)
+    mul_ = aten.mul_.Tensor(slice_1, 2)          # changes add_ through slice_1
+    gt = aten.gt.Scalar(add_, 3)                 # reads the changed values
+
+ONNX values never change, so for graphs with in-place ops the interpreter's environment is an
+:class:`AliasEnv`. It keeps a :class:`View` for every FX node that shares its storage with another one
+(views, outputs of in-place ops): its base node and the root of its chain of views. A mutation writes
+the new value back, view by view, into the root (``ScatterElements`` at the positions of a slice or a
+select, the inverse ``Transpose`` or ``Reshape``, else a scatter at the positions the view picks from a
+numbered base); the root's value is replaced, and every other alias of it is recomputed from the new
+root when it is read next. Which node aliases which comes from the aten schemas (``Tensor(a)``,
+``Tensor(a!)``, ``Tensor(a -> *)``), confirmed by the storages of the FakeTensors in ``meta['val']``
+(``reshape`` may copy).
+
+An in-place op returns its mutated argument (``add_(Tensor(a!) self) -> Tensor(a!)``): the value its
+converter returns is written into that argument. A converter mutating another argument calls
+:meth:`NodeContext.mutate`. Graphs without any mutable op keep a plain dict: nothing here runs for them.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import onnx_ir as ir
+import torch
+import torch.fx
+
+from .context import NodeContext
+from .errors import ConversionError
+from .provenance import describe, node_metadata
+from .registry import target_key
+
+if TYPE_CHECKING:
+    from .interpreter import Interpreter
+
+INT64 = ir.DataType.INT64
+INT64_MAX = 9223372036854775807
+
+# views written back by a Reshape to the base's shape, or by an inverse Transpose
+_RESHAPES = frozenset(
+    f"aten::{k}"
+    for k in (
+        *("view.default", "_unsafe_view.default", "reshape.default", "view_as.default", "reshape_as.default"),
+        *("alias.default", "detach.default", "contiguous.default", "lift_fresh.default", "_reshape_alias.default"),
+        *("unsqueeze.default", "squeeze.default", "squeeze.dim", "squeeze.dims"),
+        *("flatten.using_ints", "unflatten.int", "ravel.default"),
+    )
+)
+_PERMUTES = frozenset(
+    f"aten::{k}"
+    for k in (
+        *("transpose.int", "swapaxes.default", "swapdims.default", "permute.default", "t.default"),
+        *("numpy_T.default", "mT.default", "adjoint.default"),
+        *("movedim.int", "movedim.intlist", "moveaxis.int", "moveaxis.intlist"),
+    )
+)
+
+_MUTABLE: dict[Any, bool] = {}
+_ALIASES: dict[Any, tuple[int, str] | None] = {}
+
+
+def is_mutable(target: Any) -> bool:
+    """Whether the aten op ``target`` writes into one of its arguments (``Tensor(a!)``)."""
+    found = _MUTABLE.get(target)
+    if found is None:
+        found = _MUTABLE[target] = isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable
+    return found
+
+
+def alias_of(target: Any) -> tuple[int, str] | None:
+    """``(argument index, kind)`` when the output of ``target`` aliases one of its arguments, else None.
+
+    ``kind`` is ``"inplace"`` (the op returns the argument it mutated), ``"view"`` or ``"views"`` (a list
+    of views: split, unbind...).
+
+    >>> alias_of(torch.ops.aten.add_.Tensor), alias_of(torch.ops.aten.slice.Tensor)
+    ((0, 'inplace'), (0, 'view'))
+    >>> alias_of(torch.ops.aten.split.Tensor), alias_of(torch.ops.aten.add.Tensor)
+    ((0, 'views'), None)
+    """
+    if target in _ALIASES:
+        return _ALIASES[target]
+    found = None
+    if isinstance(target, torch._ops.OpOverload) and len(target._schema.returns) == 1:
+        ret = target._schema.returns[0]
+        for i, arg in enumerate(target._schema.arguments):
+            info = arg.alias_info
+            if info is None or ret.alias_info is None:
+                continue
+            if ret.alias_info.before_set & info.before_set:
+                found = (i, "inplace" if ret.alias_info.is_write else "view")
+                break
+            if "*" in info.after_set and isinstance(ret.type, torch.ListType):
+                found = (i, "views")
+                break
+    _ALIASES[target] = found
+    return found
+
+
+def needs_tracking(graph: torch.fx.Graph) -> bool:
+    """Whether ``graph`` has an in-place op (the only case where aliasing matters)."""
+    return any(node.op == "call_function" and is_mutable(node.target) for node in graph.nodes)
+
+
+def _storage(val: Any) -> Any:
+    if isinstance(val, (list, tuple)):
+        val = next((v for v in val if isinstance(v, torch.Tensor)), None)
+    if not isinstance(val, torch.Tensor):
+        return None
+    try:
+        return val.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError):  # tensors without storage: trust the schema
+        return -1
+
+
+@dataclass(eq=False)
+class View:
+    """How an FX node aliases another one.
+
+    ``kind``: ``"inplace"`` (the output of an in-place op: the base itself), ``"view"``, ``"views"`` (a
+    tuple of views), ``"item"`` (one of them, through ``getitem``). ``version`` is the number of
+    mutations of ``root`` the node's value has seen.
+    """
+
+    kind: str
+    base: torch.fx.Node
+    root: torch.fx.Node
+    version: int
+
+
+class AliasEnv(dict):
+    """The interpreter's environment (FX node -> value) for a graph with in-place ops.
+
+    Reading a node whose root was mutated after its value was computed recomputes it (the view op
+    again, on the new base); storing a node's value records what it aliases and, for an in-place op,
+    writes its result into the argument it mutated.
+    """
+
+    def __init__(self, interpreter: Interpreter, env: dict[torch.fx.Node, Any]):
+        super().__init__(env)
+        self.interpreter = interpreter
+        self.views: dict[torch.fx.Node, View] = {}
+        self.versions: dict[torch.fx.Node, int] = {}
+        self._applied: set[tuple[torch.fx.Node, torch.fx.Node]] = set()  # (op, argument) set by ctx.mutate
+
+    @classmethod
+    def create(cls, interpreter: Interpreter, graph: torch.fx.Graph, env: dict) -> AliasEnv | None:
+        """An AliasEnv when ``graph`` mutates something, else None (the plain dict does)."""
+        return cls(interpreter, env) if needs_tracking(graph) else None
+
+    # -- dict hooks --------------------------------------------------------------------------------------
+    def __getitem__(self, node: torch.fx.Node) -> Any:
+        view = self.views.get(node)
+        if view is not None and view.version != self.versions.get(view.root, 0):
+            self._refresh(node, view)
+        return dict.__getitem__(self, node)
+
+    def __setitem__(self, node: torch.fx.Node, value: Any) -> None:
+        dict.__setitem__(self, node, value)
+        if node.op != "call_function":
+            return
+        found = self._aliased(node)
+        if found is None:
+            return
+        kind, base = found
+        if kind == "inplace" and (node, base) not in self._applied and isinstance(value, ir.Value):
+            self.mutate(base, value, node)
+        root = self.views[base].root if base in self.views else base
+        self.views[node] = View(kind, base, root, self.versions.get(root, 0))
+
+    # -- mutation --------------------------------------------------------------------------------------
+    def mutate(self, node: Any, value: ir.Value, by: torch.fx.Node) -> None:
+        """``by`` (an FX node) wrote ``value`` into ``node``: writes it back into the root of ``node``'s views;
+        the other aliases of that root are recomputed when read."""
+        if not isinstance(node, torch.fx.Node) or not isinstance(value, ir.Value):
+            raise ConversionError(f"{describe(by)} mutates {node!r}, which is not a tensor of the graph")
+        self._applied.add((by, node))
+        if dict.get(self, node) is value:
+            return  # nothing changed (clamp_ without bounds...)
+        ctx = NodeContext(self.interpreter, by)
+        chain: list[View] = []
+        with self.interpreter.builder.scope(by.name, node_metadata(by)):
+            while node in self.views:
+                view = self.views[node]
+                dict.__setitem__(self, node, value)
+                chain.append(view)
+                if view.kind == "item":  # one output of split/unbind...: write into the base of the list
+                    listed = self.views[view.base]
+                    value = self._write_back(ctx, view.base, listed.base, value, item=node.args[1])
+                    node = listed.base
+                else:
+                    value = self._write_back(ctx, node, view.base, value)
+                    node = view.base
+            dict.__setitem__(self, node, value)
+        version = self.versions[node] = self.versions.get(node, 0) + 1
+        for view in chain:
+            view.version = version
+
+    # -- internals -----------------------------------------------------------------------------------------
+    def _aliased(self, node: torch.fx.Node) -> tuple[str, torch.fx.Node] | None:
+        """``(kind, base)`` when ``node`` aliases another node, else None."""
+        if node.target is operator.getitem:
+            seq = node.args[0]
+            view = self.views.get(seq) if isinstance(seq, torch.fx.Node) else None
+            return ("item", seq) if view is not None and view.kind == "views" else None
+        found = alias_of(node.target)
+        if found is None or found[0] >= len(node.args):
+            return None
+        index, kind = found
+        base = node.args[index]
+        if not isinstance(base, torch.fx.Node):
+            return None
+        if kind != "inplace":
+            mine, theirs = _storage(node.meta.get("val")), _storage(base.meta.get("val"))
+            if mine is None or theirs is None or mine != theirs:
+                return None  # reshape or contiguous that copied
+        return kind, base
+
+    def _refresh(self, node: torch.fx.Node, view: View) -> None:
+        """Recomputes a stale alias from its (refreshed) base."""
+        if view.kind == "inplace":
+            value = self[view.base]
+        else:
+            value = self.interpreter.call_function(node, self)
+        dict.__setitem__(self, node, value)
+        view.version = self.versions.get(view.root, 0)
+
+    def _write_back(
+        self, ctx: NodeContext, node: torch.fx.Node, base: torch.fx.Node, value: ir.Value, item: int | None = None
+    ) -> ir.Value:
+        """The new value of ``base`` once its view ``node`` (its output ``item``) holds ``value``."""
+        old = self[base]
+        val, base_val = node.meta.get("val"), base.meta.get("val")
+        if item is not None:
+            val = val[item]
+        if val.dtype != base_val.dtype:
+            raise ConversionError(
+                f"{describe(ctx.node)} writes into a view of another dtype ({describe(node)}): not supported"
+            )
+        key = target_key(node.target)
+        same = self.interpreter.onnx_shape(val) == self.interpreter.onnx_shape(base_val)
+        if item is None and (self.views[node].kind == "inplace" or (key in _RESHAPES and same)):
+            new = value
+        elif item is None and key in _RESHAPES:
+            new = ctx.op("Reshape", value, self._shape(ctx, old, base_val), allowzero=1)
+        elif item is None and key in _PERMUTES:
+            perm = _permutation(node, base_val.dim())
+            new = ctx.op("Transpose", value, perm=[perm.index(i) for i in range(len(perm))])
+        elif item is None and key in ("aten::slice.Tensor", "aten::narrow.default", "aten::narrow.Tensor"):
+            new = self._write_slice(ctx, node, old, base_val, value)
+        elif item is None and key == "aten::select.int":
+            dim, index = _args(node, ("dim", 0), ("index", 0))
+            axis = dim % base_val.dim()
+            index = self._arg(index)
+            if isinstance(index, int) and index < 0 and _static(base_val.shape[axis]) is not None:
+                index += _static(base_val.shape[axis])
+            index = ctx.op("Reshape", ctx.operand(index, INT64), ctx.const([1], INT64))
+            value = ctx.op("Unsqueeze", value, ctx.const([axis], INT64))
+            new = self._scatter_along(ctx, old, index, value, axis, [*val.shape[:axis], 1, *val.shape[axis:]])
+        else:
+            new = self._write_positions(ctx, node, old, base_val, value, item)
+        if new.shape is None:
+            new.shape = old.shape
+        if new.dtype is None:
+            new.dtype = old.dtype
+        return new
+
+    def _shape(self, ctx: NodeContext, value: ir.Value, val: torch.Tensor) -> ir.Value:
+        """The shape of ``value`` (whose FakeTensor is ``val``) as a 1-D INT64 tensor."""
+        dims = self.interpreter.onnx_shape(val)
+        if all(isinstance(d, int) for d in dims):
+            return ctx.const(dims, INT64)
+        return ctx.op("Shape", value)
+
+    def _scatter_along(
+        self, ctx: NodeContext, data: ir.Value, positions: ir.Value, value: ir.Value, axis: int, shape: Any
+    ) -> ir.Value:
+        """``data`` with ``value`` written at ``positions`` (1-D) of axis ``axis``; ``shape``: value's shape."""
+        rank = len(shape)
+        index = ctx.op("Reshape", positions, ctx.const([-1 if i == axis else 1 for i in range(rank)], INT64))
+        sizes = [_static(d) for d in shape]
+        target = ctx.const(sizes, INT64) if None not in sizes else ctx.op("Shape", value)
+        index = ctx.op("Expand", index, target)
+        return ctx.op("ScatterElements", data, index, value, axis=axis)
+
+    def _write_slice(
+        self, ctx: NodeContext, node: torch.fx.Node, old: ir.Value, base_val: torch.Tensor, value: ir.Value
+    ) -> ir.Value:
+        """Write-back of ``slice.Tensor`` and ``narrow``: a scatter at the positions along the axis."""
+        rank = base_val.dim()
+        if target_key(node.target) == "aten::slice.Tensor":
+            dim, start, end, step = _args(node, ("dim", 0), ("start", None), ("end", None), ("step", 1))
+            start = 0 if start is None else self._arg(start)
+            end = INT64_MAX if end is None else self._arg(end)
+            step = self._arg(step)
+        else:
+            dim, start, length = _args(node, ("dim", 0), ("start", 0), ("length", 0))
+            start, length = self._arg(start), self._arg(length)
+        axis = dim % rank
+        size = _static(base_val.shape[axis])
+        if target_key(node.target) != "aten::slice.Tensor":
+            if isinstance(start, int) and start < 0 and size is not None:
+                start += size
+            if isinstance(start, int) and isinstance(length, int):
+                end = start + length
+            else:
+                end = ctx.op("Add", ctx.operand(start, INT64), ctx.operand(length, INT64))
+            step = 1
+        if all(isinstance(v, int) for v in (size, start, end, step)):
+            first, last, stride = slice(start, end, step).indices(size)
+            positions = ctx.op("Range", ctx.const(first, INT64), ctx.const(last, INT64), ctx.const(stride, INT64))
+        else:
+            dim = size
+            if dim is None:
+                dim = ctx.op("Squeeze", ctx.op("Shape", old, start=axis, end=axis + 1), ctx.const([0], INT64))
+            numbered = ctx.op("Range", ctx.const(0, INT64), ctx.operand(dim, INT64), ctx.const(1, INT64))
+            positions = ctx.op(
+                "Slice", numbered, ctx.int64s([start]), ctx.int64s([end]), ctx.const([0], INT64), ctx.int64s([step])
+            )
+        return self._scatter_along(ctx, old, positions, value, axis, list(node.meta["val"].shape))
+
+    def _write_positions(
+        self,
+        ctx: NodeContext,
+        node: torch.fx.Node,
+        old: ir.Value,
+        base_val: torch.Tensor,
+        value: ir.Value,
+        item: int | None,
+    ) -> ir.Value:
+        """Any other view: the view op applied to the numbered base gives the positions it picks."""
+        shape = self._shape(ctx, old, base_val)
+        numel = ctx.op("Size", old)
+        numbered = ctx.op("Reshape", ctx.op("Range", ctx.const(0, INT64), numel, ctx.const(1, INT64)), shape)
+        numbered.shape = old.shape
+        converter = self.interpreter.registry.get(node.target)
+        args = list(self.interpreter._lookup(node.args, self))
+        args[alias_of(node.target)[0]] = numbered
+        kwargs = self.interpreter._lookup(node.kwargs, self)
+        positions = converter(NodeContext(self.interpreter, node), *args, **kwargs)
+        if item is not None:
+            positions = positions[item]
+        flat = ctx.const([-1], INT64)
+        out = ctx.op(
+            "ScatterElements",
+            ctx.op("Reshape", old, flat),
+            ctx.op("Reshape", positions, flat),
+            ctx.op("Reshape", value, flat),
+            axis=0,
+        )
+        return ctx.op("Reshape", out, shape, allowzero=1)
+
+    def _arg(self, arg: Any) -> Any:
+        """A size argument: a Python int, or the value of the FX node computing it."""
+        return self[arg] if isinstance(arg, torch.fx.Node) else arg
+
+
+def _static(d: Any) -> int | None:
+    if isinstance(d, int):
+        return d
+    if isinstance(d, torch.SymInt) and d.node.expr.is_number:
+        return int(d.node.expr)
+    return None
+
+
+def _args(node: torch.fx.Node, *spec: tuple[str, Any]) -> list[Any]:
+    """The arguments after ``self`` of ``node``, by position or keyword, with their defaults."""
+    return [
+        node.args[i + 1] if i + 1 < len(node.args) else node.kwargs.get(name, default)
+        for i, (name, default) in enumerate(spec)
+    ]
+
+
+def _permutation(node: torch.fx.Node, rank: int) -> list[int]:
+    """The permutation a transpose-like view applies, read from the strides of the op run on a probe."""
+    probe = torch.empty((2,) * rank, device="meta")
+    strides = probe.stride()
+    out = node.target(probe, *node.args[1:], **node.kwargs)
+    return [strides.index(s) for s in out.stride()]
