@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from .errors import DynamicShapeError, ExportCaptureError
+from .ops.rnn import shape_only_rnn_kernels
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,9 @@ def export(
     # export of such a model can then get wrong guards (dynamic dims fixed to constants). Start clean.
     torch._dynamo.reset()
     try:
-        ep = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+        # RNN ops would unroll their time loop to compute shapes, freezing the sequence length
+        with shape_only_rnn_kernels():
+            ep = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
     except Exception as e:
         message = str(e)
         qualified = f"{type(e).__module__}.{type(e).__name__}"
