@@ -175,11 +175,11 @@ class GraphBuilder:
         Python floats become FLOAT unless ``dtype`` says otherwise.
         """
         arr = _as_array(value, dtype)
-        tensor = ir.tensor(arr, dtype=dtype)
-        key = (tensor.dtype, arr.shape, arr.tobytes())
+        key = (dtype, arr.dtype.str, arr.shape, arr.tobytes())
         cached = self._constants.get(key)
         if cached is not None:
             return cached
+        tensor = ir.tensor(arr, dtype=dtype)
         saved = self._prefix, self._metadata
         self._prefix, self._metadata = "const", {}
         try:

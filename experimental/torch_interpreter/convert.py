@@ -10,6 +10,7 @@ from typing import Any
 
 import onnx
 import onnx_ir as ir
+from onnx_ir.passes.common import RemoveUnusedNodesPass
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
@@ -150,7 +151,10 @@ def translate(
             builder.output(value, name)
         elif value is not None:
             builder.output(builder.const(value), name)
-    return builder.to_model(ir_version=IR_VERSION)
+    model = builder.to_model(ir_version=IR_VERSION)
+    # converters may leave values nobody reads (a view overwritten by a mutation, an unused output)
+    RemoveUnusedNodesPass()(model)
+    return model
 
 
 def _placeholder_value(ep, builder, interpreter, node, spec, name: str) -> Any:
