@@ -1,0 +1,76 @@
+"""Sphinx configuration of the aten2onnx documentation.
+
+Build: ``python -m sphinx -W --keep-going -b html _doc _doc/_build/html`` (from the repository root).
+Every example of ``_doc/examples`` runs during the build; a failing example fails the build.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+# the package is importable without `pip install -e .`; the examples run in this process
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(HERE, "_ext"))
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("agg")
+
+from experimental import __version__  # noqa: E402
+
+project = "aten2onnx"
+author = "aten2onnx contributors"
+copyright = "2026, " + author
+version = release = __version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.viewcode",
+    "sphinx_gallery.gen_gallery",
+    "supported_ops",
+]
+
+templates_path: list[str] = []
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "examples/GALLERY_HEADER.rst"]
+source_suffix = {".rst": "restructuredtext"}
+
+html_theme = "furo"
+html_title = f"aten2onnx {release}"
+html_static_path: list[str] = []
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_default_options = {"members": True, "show-inheritance": True}
+napoleon_google_docstring = False
+napoleon_numpy_docstring = False
+
+# the examples print what PyTorch and the exporters say; noisy warnings of third-party code would only
+# hide the output that matters (they are shown by the examples where they matter)
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+warnings.filterwarnings("ignore", category=FutureWarning)
+# dynamo warns before raising Unsupported; the examples print the exception, which says the same
+warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\._dynamo")
+
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    # run every example at every build, even when its file did not change: a change in the library that
+    # breaks an example must fail the build
+    "run_stale_examples": True,
+    "within_subsection_order": "FileNameSortKey",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "show_memory": False,
+    "min_reported_time": 1,
+    "image_scrapers": ("matplotlib",),
+    "reset_modules": ("matplotlib",),
+    # an example that raises fails the build (the default); each example runs once per build
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+}
