@@ -105,3 +105,39 @@ def test_strict_capture_failure_says_what_to_try():
     assert "torch.export.export (strict) failed" in message
     assert "What to try:" in message and "strict=False" in message
     assert isinstance(info.value.__cause__, Exception)
+
+
+@torch.library.custom_op("aten2onnx_test::scaled_tanh", mutates_args=())
+def scaled_tanh(x: torch.Tensor, alpha: float) -> torch.Tensor:
+    return torch.tanh(x) * alpha
+
+
+@scaled_tanh.register_fake
+def _(x, alpha):
+    return torch.empty_like(x)
+
+
+class ScaledTanh(torch.nn.Module):
+    def forward(self, x):
+        return scaled_tanh(x, 2.0)
+
+
+def test_converter_mixing_element_types_is_caught():
+    import onnx_ir as ir
+
+    from experimental.torch_interpreter import ConversionError, Registry, default_registry
+
+    registry = Registry()
+    for key in default_registry.supported():
+        registry.register(key)(default_registry.get(key))
+
+    @registry.register("aten2onnx_test::scaled_tanh.default")
+    def buggy(ctx, x, alpha):
+        return ctx.op("Mul", ctx.op("Tanh", x), ctx.const(alpha, ir.DataType.DOUBLE))
+
+    with pytest.raises(ConversionError) as info:
+        to_onnx(ScaledTanh(), (torch.randn(3),), registry=registry)
+    message = str(info.value)
+    assert "aten2onnx_test::scaled_tanh.default" in message
+    assert "Mul needs inputs of one element type, got ['FLOAT', 'DOUBLE']" in message
+    assert "test_errors.py" in message  # the user's source line

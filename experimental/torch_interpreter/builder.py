@@ -15,7 +15,7 @@ import onnx_ir as ir
 import torch
 
 from .dtypes import onnx_dtype
-from .type_rules import output_dtypes
+from .type_rules import mixed_input_types, output_dtypes
 
 
 class NameScope:
@@ -149,6 +149,11 @@ class GraphBuilder:
                     f"input {i} of {op_type} is a {type(inp).__name__}, not an ir.Value: "
                     "use ctx.const(...) for constants"
                 )
+        mixed = mixed_input_types(op_type, domain, inputs)
+        if mixed:
+            raise TypeError(
+                f"{op_type} needs inputs of one element type, got {[t.name for t in mixed]}: cast them first"
+            )
         node = ir.Node(
             domain,
             op_type,

@@ -11,6 +11,8 @@ import torch.fx
 from .registry import target_key
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
+# module-stack entries torch.export adds to nodes it inserts itself (runtime asserts, sym_size)
+_TORCH_INSERTED = "_empty_nn_module_stack"
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n\s*(?P<code>[^\n]*)')
 
 
@@ -25,17 +27,17 @@ def source_line(node: torch.fx.Node) -> str:
     frames = list(_FRAME.finditer(trace))
     if not frames:
         return trace.strip().splitlines()[-1]
-    user = [f for f in frames if not f["file"].startswith(_TORCH_DIR)]
+    user = [f for f in frames if not f["file"].startswith((_TORCH_DIR, "<eval_with_key>"))]
     last = (user or frames)[-1]
     return f"{last['file']}:{last['line']} in {last['func']}: {last['code'].strip()}"
 
 
 def module_scope(node: torch.fx.Node) -> str:
     """Dotted path and class of the innermost module that called ``node``, ``""`` at top level."""
-    stack = node.meta.get("nn_module_stack")
+    stack = [v for k, v in (node.meta.get("nn_module_stack") or {}).items() if not k.startswith(_TORCH_INSERTED)]
     if not stack:
         return ""
-    path, cls = list(stack.values())[-1]
+    path, cls = stack[-1]
     cls_name = cls if isinstance(cls, str) else getattr(cls, "__qualname__", str(cls))
     return f"{path}: {cls_name}" if path else cls_name
 

@@ -19,6 +19,30 @@ _INT64_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero"})
 _FROM_INPUT = {"Where": 1, "Expand": 0, "ScatterND": 0, "ScatterElements": 0}
 
 
+# ops whose (listed) inputs must share one element type: a converter bug otherwise
+_SAME_TYPE = {
+    **{op: None for op in ("Add", "Sub", "Mul", "Div", "Max", "Min", "Mean", "Sum", "Concat", "MatMul", "Gemm",
+                           "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
+                           "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Mod")},
+    "Where": (1, 2),
+}
+
+
+def mixed_input_types(op_type: str, domain: str, inputs) -> list | None:
+    """The element types of the inputs of ``op_type`` when ONNX needs one type and they differ, else None.
+
+    >>> a, b = ir.Value(type=ir.TensorType(ir.DataType.FLOAT)), ir.Value(type=ir.TensorType(ir.DataType.DOUBLE))
+    >>> [t.name for t in mixed_input_types("Mul", "", [a, b])]
+    ['FLOAT', 'DOUBLE']
+    """
+    if domain not in ("", "ai.onnx") or op_type not in _SAME_TYPE:
+        return None
+    indices = _SAME_TYPE[op_type]
+    chosen = [inputs[i] for i in indices] if indices else inputs
+    types = [v.dtype for v in chosen if v is not None and v.dtype is not None]
+    return types if len(set(types)) > 1 else None
+
+
 def output_dtypes(
     op_type: str, domain: str, inputs: Sequence[ir.Value | None], attrs: Mapping[str, Any], num_outputs: int
 ) -> list[ir.DataType | None]:
