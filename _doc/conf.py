@@ -33,6 +33,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "sphinx_gallery.gen_gallery",
     "supported_ops",
+    "patch_table",
 ]
 
 templates_path: list[str] = []

@@ -24,6 +24,8 @@ PAGES = [
     "auto_examples/plot_1_torch_export.html",
     "auto_examples/plot_2a_to_onnx.html",
     "auto_examples/plot_2b_custom_code.html",
+    "auto_examples/plot_2c_llm_cache.html",
+    "patches.html",
     "auto_examples/plot_3_errors.html",
     "auto_examples/plot_4_investigate.html",
     "auto_examples/plot_5_compare_dynamo.html",
@@ -67,3 +69,9 @@ def test_docs_build(tmp_path):
     api = _read(str(html / "api.html"))
     for name in ("to_onnx", "InferenceSession", "UnsupportedOpError", "Registry", "NodeContext"):
         assert name in api, name
+
+    # the patch table is generated from the patches; the LLM with a cache ran and matched
+    patches = _read(str(html / "patches.html"))
+    assert "DynamicCache as pytree" in patches and "torch.jit.isinstance" in patches
+    llm = _read(str(html / "auto_examples" / "plot_2c_llm_cache.html"))
+    assert "present.0.key" in llm and "max |onnx - torch|" in llm
