@@ -180,7 +180,8 @@ class InferenceSession:
             value = value.cpu().numpy()
         if not isinstance(value, np.ndarray):
             value = np.asarray(value, dtype=_NUMPY_OF.get(self._input_types[name]))
-        return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value))
+        # np.ascontiguousarray makes 0-D arrays 1-D
+        return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value).reshape(value.shape))
 
 
 _NUMPY_OF = {

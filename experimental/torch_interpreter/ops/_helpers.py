@@ -149,3 +149,29 @@ def uses_output(ctx: NodeContext, index: int) -> bool:
         if user.target is not operator.getitem or (user.args[1] == index and user.users):
             return True
     return False
+
+
+# inverse hyperbolic functions: float16 and float32 kernels only
+_KERNEL_DTYPES.update(dict.fromkeys(("Asinh", "Acosh", "Atanh"), frozenset({ir.DataType.FLOAT16, FLOAT})))
+
+# matrix products and determinants
+_KERNEL_DTYPES.update(
+    {
+        **dict.fromkeys(("MatMul", "Einsum"), _F | _I),
+        "Gemm": _F,
+        "Det": frozenset({ir.DataType.FLOAT16, FLOAT}),
+    }
+)
+
+# grid sampling
+_KERNEL_DTYPES["GridSample"] = _F
+
+
+def filled(ctx: NodeContext, shape: ir.Value, dtype: ir.DataType, value: float = 0) -> ir.Value:
+    """A tensor of shape ``shape`` (1-D INT64) filled with ``value``; ConstantOfShape has no bfloat16
+    before opset 20: made in float32 and cast then."""
+    import numpy as np
+
+    make = FLOAT if dtype == ir.DataType.BFLOAT16 and ctx.opset < 20 else dtype
+    out = ctx.op("ConstantOfShape", shape, value=ir.tensor(np.full(1, value, dtype=make.numpy()), dtype=make))
+    return ctx.cast(out, dtype)

@@ -131,8 +131,12 @@ def aten_rrelu(
 ) -> ir.Value:
     """rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False,
     Generator? generator=None) -> Tensor: a leaky relu of slope ``(lower + upper) / 2`` in eval mode."""
-    if training:
-        raise NotImplementedError("rrelu in training mode draws random slopes; export the model in eval mode")
+    if training:  # a random slope in [lower, upper) for each negative element
+        x = ctx.cast(self, opmath_dtype(ctx.out_dtype))
+        slopes = ctx.op("RandomUniformLike", x, dtype=x.dtype, low=float(lower), high=float(upper))
+        slopes.dtype = x.dtype
+        negative = ctx.op("Less", x, _c(ctx, 0.0, x))
+        return ctx.cast(ctx.op("Where", negative, ctx.op("Mul", x, slopes), x), ctx.out_dtype)
     return _op(ctx, "LeakyRelu", self, alpha=(float(lower) + float(upper)) / 2)
 
 
@@ -232,6 +236,8 @@ def aten_prelu(ctx: NodeContext, self: ir.Value, weight: ir.Value) -> ir.Value:
     rank, wrank = ctx.rank(self), ctx.rank(weight)
     if rank >= 2 and wrank == 1 and weight.shape[0] != 1:
         weight = ctx.op("Reshape", weight, ctx.const([-1] + [1] * (rank - 2), INT64))
+    elif wrank > rank:  # a 0-D input keeps its rank
+        weight = ctx.op("Reshape", weight, ctx.const([1] * rank, INT64))
     return kernel_op(ctx, "PRelu", self, weight, dtype=ctx.out_dtype)
 
 
@@ -254,3 +260,40 @@ def aten_hardshrink(ctx: NodeContext, self: ir.Value, lambd: Scalar = 0.5) -> ir
 def aten_softshrink(ctx: NodeContext, self: ir.Value, lambd: Scalar = 0.5) -> ir.Value:
     """softshrink(Tensor self, Scalar lambd=0.5) -> Tensor"""
     return _op(ctx, "Shrink", self, bias=float(lambd), lambd=float(lambd))
+
+
+@register("aten::_softmax_backward_data.default")
+def aten__softmax_backward_data(
+    ctx: NodeContext, grad_output: ir.Value, output: ir.Value, dim: int, input_dtype: Any
+) -> ir.Value:
+    """_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor:
+    ``output * (grad - sum(grad * output, dim))``."""
+    dtype = ctx.out_dtype
+    c = opmath_dtype(dtype)
+    g, y = ctx.cast(grad_output, c), ctx.cast(output, c)
+    axis = ctx.const([dim % ctx.rank(output) if ctx.rank(output) else 0], INT64)
+    if ctx.rank(output) == 0:
+        return ctx.cast(ctx.op("Mul", y, ctx.op("Sub", g, ctx.op("Mul", g, y))), dtype)
+    total = ctx.op("ReduceSum", ctx.op("Mul", g, y), axis, keepdims=1)
+    return ctx.cast(ctx.op("Mul", y, ctx.op("Sub", g, total)), dtype)
+
+
+@register("aten::_safe_softmax.default")
+def aten__safe_softmax(ctx: NodeContext, self: ir.Value, dim: int, dtype: Any = None) -> ir.Value:
+    """_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor: 0 on the rows that are all -inf."""
+    out = _softmax(ctx, "Softmax", self, dim)
+    if ctx.rank(self) == 0:
+        return out
+    x = ctx.cast(self, ctx.out_dtype)
+    masked = ctx.op("Cast", kernel_op(ctx, "IsInf", x, dtype=x.dtype, detect_positive=0), to=ir.DataType.UINT8)
+    all_masked = ctx.op("ReduceMin", masked, ctx.const([dim % ctx.rank(self)], INT64), keepdims=1)
+    zero = _c(ctx, 0.0, out)
+    return ctx.op("Where", ctx.op("Cast", all_masked, to=ir.DataType.BOOL), zero, out)
+
+
+@register("aten::native_dropout_backward.default")
+def aten_native_dropout_backward(ctx: NodeContext, grad_output: ir.Value, mask: ir.Value, scale: float) -> ir.Value:
+    """native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor: ``grad * mask * scale``."""
+    dtype = ctx.out_dtype
+    kept = ctx.op("Mul", ctx.cast(grad_output, dtype), ctx.cast(mask, dtype))
+    return kernel_op(ctx, "Mul", kept, float(scale), dtype=dtype)

@@ -13,7 +13,7 @@ import onnx_ir as ir
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
-from ._helpers import kernel_op, promoted_dtype
+from ._helpers import FLOAT, kernel_op, opmath_dtype, promoted_dtype
 
 Scalar = Any  # an ir.Value or a Python number
 
@@ -101,3 +101,33 @@ def aten_isfinite(ctx: NodeContext, self: ir.Value) -> ir.Value:
     if self.dtype not in FLOAT_TYPES:
         return _all_false(ctx, self, True)
     return ctx.op("Not", ctx.op("Or", aten_isnan(ctx, self), _isinf(ctx, self)))
+
+
+@register("aten::isreal.default")
+def aten_isreal(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """isreal(Tensor self) -> Tensor: True everywhere for real tensors."""
+    return _all_false(ctx, self, True)
+
+
+@register("aten::isclose.default")
+def aten_isclose(
+    ctx: NodeContext, self: ir.Value, other: ir.Value, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> ir.Value:
+    """isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor
+
+    As PyTorch: equal, or both NaN with ``equal_nan``, or ``|a - b| <= atol + rtol * |b|`` with a finite error.
+    """
+    dtype = promoted_dtype(ctx, 0, 1)
+    close = _compare(ctx, "Equal", self, other)
+    if dtype not in FLOAT_TYPES and rtol == 0 and atol == 0:
+        return close
+    c = opmath_dtype(dtype) if dtype in FLOAT_TYPES else FLOAT
+    a, b = ctx.cast(self, c), ctx.cast(other, c)
+    if equal_nan and dtype in FLOAT_TYPES:
+        close = ctx.op("Or", close, ctx.op("And", ctx.op("IsNaN", a), ctx.op("IsNaN", b)))
+    if rtol == 0 and atol == 0:
+        return close
+    allowed = ctx.op("Add", ctx.const(float(atol), c), ctx.op("Abs", ctx.op("Mul", ctx.const(float(rtol), c), b)))
+    error = ctx.op("Abs", ctx.op("Sub", a, b))
+    finite = ctx.op("Not", ctx.op("Or", ctx.op("IsNaN", error), kernel_op(ctx, "IsInf", error, dtype=c)))
+    return ctx.op("Or", close, ctx.op("And", finite, ctx.op("LessOrEqual", error, allowed)))

@@ -15,7 +15,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._helpers import FLOAT, INT64, kernel_dtype, kernel_op, uses_output
+from ._helpers import FLOAT, INT64, filled, kernel_dtype, kernel_op, uses_output
 
 Ints = Sequence[int]
 
@@ -141,14 +141,40 @@ def _conv(
     else:
         attrs["pads"] = _ints(padding, n, "padding") * 2
     op_type = "Conv"
+    extra: list[int] = []  # zeros appended after the transposed convolution, before the bias
     if transposed:
         op_type = "ConvTranspose"
         out_pad = _ints(output_padding, n, "output_padding", [0] * n)
-        if any(out_pad):
+        if any(o >= s for o, s in zip(out_pad, attrs["strides"])):
+            # onnxruntime wants output_padding < stride (PyTorch: < stride or dilation): the extra outputs are
+            # the ones the end padding would cut, and zeros beyond the full convolution
+            begin, end = attrs["pads"][:n], attrs["pads"][n:]
+            attrs["pads"] = begin + [max(e - o, 0) for e, o in zip(end, out_pad)]
+            extra = [max(o - e, 0) for e, o in zip(end, out_pad)]
+        elif any(out_pad):
             attrs["output_padding"] = out_pad
     dtype = ctx.out_dtype
+    # onnxruntime has no integer Conv, and its float16 ConvTranspose accumulates in float16: float32 then
+    compute = dtype if dtype in (FLOAT,) or (dtype == ir.DataType.FLOAT16 and not transposed) else FLOAT
+    if compute != dtype:
+        weight = ctx.cast(weight, compute)
+        bias = None if bias is None else ctx.cast(bias, compute)
 
     def conv(x: ir.Value) -> ir.Value:
+        if compute != dtype:
+            x = ctx.cast(x, compute)
+            return ctx.cast(conv_in(x), dtype)
+        return conv_in(x)
+
+    def conv_in(x: ir.Value) -> ir.Value:
+        dtype = x.dtype
+        if any(extra):
+            y = kernel_op(ctx, op_type, x, weight, dtype=dtype, **attrs)
+            y = ctx.op("Pad", y, ctx.const([0] * (n + 2) + [0, 0, *extra], INT64))
+            if bias is None:
+                return y
+            shape = ctx.const([-1] + [1] * n, INT64)
+            return kernel_op(ctx, "Add", y, ctx.op("Reshape", bias, shape), dtype=dtype)
         return kernel_op(ctx, op_type, x, weight, *([] if bias is None else [bias]), dtype=dtype, **attrs)
 
     return _with_batch(ctx, input, n, conv)
@@ -244,6 +270,8 @@ def _max_pool(
     n = len(k)
     dtype = ctx.out_dtype
     compute = kernel_dtype("MaxPool", dtype)
+    if compute in (ir.DataType.INT32, INT64):  # no integer MaxPool kernel: double holds them exactly
+        compute = ir.DataType.DOUBLE
 
     def pool(x: ir.Value) -> Any:
         pads, ceil = _pool_pads(ctx, x, k, s, p, d, ceil_mode)
@@ -338,6 +366,9 @@ def aten_avg_pool(
                 x = ctx.op("Pad", x, ctx.const([0, 0, *p, 0, 0, *p], INT64))
             pads, include = [0] * n + [e - pi for e, pi in zip(pads[n:], p)], False
         attrs = {"kernel_shape": list(k), "strides": list(s), "pads": pads, "ceil_mode": int(ceil)}
+        if not dtype.is_floating_point():  # integers: in float32, truncated as PyTorch's integer division
+            y = ctx.op("AveragePool", ctx.cast(x, FLOAT), count_include_pad=int(include), **attrs)
+            return ctx.cast(y, dtype)
         return kernel_op(ctx, "AveragePool", x, dtype=dtype, count_include_pad=int(include), **attrs)
 
     return _with_batch(ctx, self, n, pool)
@@ -360,9 +391,10 @@ def _window_sum(ctx: NodeContext, x: ir.Value, k: Ints, s: Ints, p: Ints, ceil_m
         ]
         pads = list(p) + ends
     dtype = ctx.out_dtype
-    ones = ctx.const(np.ones((channels, 1, *k), dtype=np.float32), dtype)
-    total = kernel_op(ctx, "Conv", x, ones, dtype=dtype, strides=list(s), pads=pads, group=channels)
-    return ctx.op("Div", total, ctx.const(float(divisor), dtype))
+    c = dtype if dtype.is_floating_point() else FLOAT  # integers: truncated as PyTorch's integer division
+    ones = ctx.const(np.ones((channels, 1, *k), dtype=np.float32), c)
+    total = kernel_op(ctx, "Conv", ctx.cast(x, c), ones, dtype=c, strides=list(s), pads=pads, group=channels)
+    return ctx.cast(ctx.op("Div", total, ctx.const(float(divisor), c)), dtype)
 
 
 # -- adaptive pooling --------------------------------------------------------------------------------
@@ -408,23 +440,28 @@ def aten_adaptive_avg_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
     """
     n = len(output_size)
     dtype = ctx.out_dtype
+    out_shape = [d if isinstance(d, int) else None for d in ctx.val.shape]
+    if 0 in out_shape and None not in out_shape:  # empty: onnxruntime's MatMul rejects some empty inputs
+        return filled(ctx, ctx.const(out_shape, INT64), dtype)
 
     def pool(x: ir.Value) -> ir.Value:
         if all(isinstance(o, int) and o == 1 for o in output_size):
             return kernel_op(ctx, "GlobalAveragePool", x, dtype=dtype)
         dims = _dims(x, n)
         static = all(d is not None for d in dims) and all(isinstance(o, int) for o in output_size)
-        if static and any(d % o for d, o in zip(dims, output_size)) and n <= 2:
-            y = x
-            for axis, (size, out) in enumerate(zip(dims, output_size)):
+        if static and any(d % o for d, o in zip(dims, output_size)):
+            # averaging is separable: one MatMul per axis, that axis moved last
+            c = kernel_dtype("MatMul", dtype)
+            y = ctx.cast(x, c)
+            for i, (size, out) in enumerate(zip(dims, output_size)):
                 if size == out:
                     continue
-                m = _averaging_matrix(size, out)
-                if axis == n - 1:  # last axis: x @ M^T
-                    y = ctx.op("MatMul", y, ctx.const(m.T, dtype))
-                else:  # H of (N, C, H, W): M @ x
-                    y = ctx.op("MatMul", ctx.const(m, dtype), y)
-            return y
+                axis = 2 + i
+                perm = [a for a in range(n + 2) if a != axis] + [axis]
+                moved = ctx.op("Transpose", y, perm=perm) if axis != n + 1 else y
+                moved = ctx.op("MatMul", moved, ctx.const(_averaging_matrix(size, out).T, c))
+                y = ctx.op("Transpose", moved, perm=[perm.index(a) for a in range(n + 2)]) if axis != n + 1 else moved
+            return ctx.cast(y, dtype)
         kernel = _adaptive_kernel(x, output_size, "adaptive_avg_pool")
         return kernel_op(ctx, "AveragePool", x, dtype=dtype, kernel_shape=kernel, strides=kernel)
 
@@ -444,8 +481,40 @@ def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
     with_indices = uses_output(ctx, 1)
     if all(o == 1 for o in output_size) and not with_indices:
         return _with_batch(ctx, self, n, lambda x: kernel_op(ctx, "GlobalMaxPool", x, dtype=dtype)), None
+    dims = _dims(self, n)
+    if all(d is not None for d in dims) and any(d % o for d, o in zip(dims, output_size)):
+        return _with_batch(ctx, self, n, lambda x: _adaptive_max_windows(ctx, x, dims, list(output_size)))
     kernel = _adaptive_kernel(self, output_size, "adaptive_max_pool")
     return _max_pool(ctx, self, kernel, kernel, [0] * n, [1] * n, False, with_indices)
+
+
+def _adaptive_max_windows(ctx: NodeContext, x: ir.Value, dims: list[int], output_size: list[int]):
+    """Adaptive max pooling of overlapping windows: each output position gathers the flat positions of its
+    window (padded by repeating its last one), then ReduceMax and ArgMax (first maximum, as PyTorch)."""
+    windows = []
+    for size, out in zip(dims, output_size):
+        bounds = [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+        k = max(e - s for s, e in bounds)
+        windows.append(np.array([[min(s + j, e - 1) for j in range(k)] for s, e in bounds], dtype=np.int64))
+    n = len(dims)
+    flat = np.zeros([*output_size, *[w.shape[1] for w in windows]], dtype=np.int64)
+    for i, w in enumerate(windows):  # flat position = sum of coordinate * stride
+        stride = int(np.prod(dims[i + 1 :]))
+        shape = [1] * (2 * n)
+        shape[i], shape[n + i] = w.shape
+        flat = flat + (w * stride).reshape(shape)
+    flat = flat.reshape(*output_size, -1)
+    dtype = ctx.out_dtype
+    c = kernel_dtype("ReduceMax", dtype)
+    batch = ctx.op("Shape", x, start=0, end=2)
+    planes = ctx.op("Reshape", ctx.cast(x, c), ctx.op("Concat", batch, ctx.const([-1], INT64), axis=0))
+    gathered = ctx.op("Gather", planes, ctx.const(flat), axis=2)  # [N, C, *out, K]
+    values = ctx.cast(ctx.op("ReduceMax", gathered, ctx.const([-1], INT64), keepdims=0), dtype)
+    arg = ctx.op("ArgMax", gathered, axis=-1, keepdims=1)
+    table = ctx.const(flat)
+    index = ctx.op("Squeeze", ctx.op("GatherElements", ctx.op("Expand", table, ctx.op("Shape", gathered)), arg,
+                                     axis=-1), ctx.const([-1], INT64))
+    return values, index
 
 
 # -- upsampling --------------------------------------------------------------------------------------
@@ -618,6 +687,11 @@ def aten_pixel_unshuffle(ctx: NodeContext, self: ir.Value, downscale_factor: int
     rank = ctx.rank(self)
     c, h, w = (_dim(ctx, self, a) for a in (-3, -2, -1))
     batch = ctx.op("Shape", self, end=-3) if rank > 4 else None
+    if all(isinstance(d, int) for d in self.shape):  # static: exact shapes, empty tensors included
+        lead = int(np.prod(self.shape[:-3]))
+        six = ctx.op("Reshape", self, ctx.const([lead, c, h // r, r, w // r, r], INT64), allowzero=1)
+        y = ctx.op("Transpose", six, perm=[0, 1, 3, 5, 2, 4])
+        return ctx.op("Reshape", y, ctx.const([int(d) for d in ctx.val.shape], INT64), allowzero=1)
     six = ctx.op("Reshape", self, ctx.int64s([-1, c, _div(ctx, h, r), r, _div(ctx, w, r), r]))
     y = ctx.op("Transpose", six, perm=[0, 1, 3, 5, 2, 4])
     c_out = c * r * r if isinstance(c, int) else ctx.op("Mul", c, ctx.const([r * r], INT64))

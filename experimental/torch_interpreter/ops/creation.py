@@ -18,7 +18,7 @@ import torch
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES, torch_dtype
 from ..registry import register
-from ._helpers import FLOAT, INT64, widen
+from ._helpers import FLOAT, INT64, opmath_dtype, widen
 from .shape import concat_shape, static_shape
 
 DOUBLE = ir.DataType.DOUBLE
@@ -148,12 +148,14 @@ def aten_arange(ctx: NodeContext, start: Any, end: Any = None, step: Any = 1, **
     if end is None:  # arange.default(Scalar end, ...)
         start, end = 0, start
     dtype = ctx.out_dtype
+    if not any(isinstance(b, ir.Value) for b in (start, end, step)):  # PyTorch's values exactly
+        return ctx.const(torch.arange(start, end, step, dtype=torch_dtype(dtype)), dtype)
     bounds = (start, end, step)
     compute = DOUBLE if dtype in FLOAT_TYPES or any(_is_float(b) for b in bounds) else INT64
     return ctx.cast(ctx.op("Range", *(ctx.operand(b, compute) for b in bounds)), dtype)
 
 
-@register("aten::linspace.default")
+@register("aten::linspace.default", "aten::linspace.Tensor_Tensor", "aten::linspace.Tensor_Scalar", "aten::linspace.Scalar_Tensor")
 def aten_linspace(ctx: NodeContext, start: Any, end: Any, steps: int | ir.Value, **options: Any) -> ir.Value:
     """linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, ...) -> Tensor
 
@@ -164,16 +166,46 @@ def aten_linspace(ctx: NodeContext, start: Any, end: Any, steps: int | ir.Value,
     dtype = ctx.out_dtype
     if not any(isinstance(b, ir.Value) for b in (start, end, steps)):
         return ctx.const(torch.linspace(start, end, steps, dtype=torch_dtype(dtype)), dtype)
+    return ctx.cast(_linspace(ctx, start, end, steps, dtype if dtype not in FLOAT_TYPES else None), dtype)
+
+
+def _linspace(
+    ctx: NodeContext, start: Any, end: Any, steps: int | ir.Value, like: ir.DataType | None = None
+) -> ir.Value:
+    """linspace in DOUBLE, as PyTorch computes it for the output type ``like``: integer types truncate the
+    bounds first, float16 and bfloat16 round the step and every partial result."""
     start, end = (ctx.operand(b, DOUBLE) for b in (start, end))
+    if like is not None and like not in FLOAT_TYPES:
+        start, end = (ctx.cast(ctx.cast(b, INT64), DOUBLE) for b in (start, end))
+
+    def r(x: ir.Value) -> ir.Value:
+        if like in (ir.DataType.FLOAT16, ir.DataType.BFLOAT16):
+            return ctx.cast(ctx.cast(x, like), DOUBLE)
+        return x
+
+    start, end = r(start), r(end)
     n = ctx.operand(steps, DOUBLE)
     one = ctx.const(1.0, DOUBLE)
-    step = ctx.op("Div", ctx.op("Sub", end, start), ctx.op("Max", ctx.op("Sub", n, one), one))
+    step = r(ctx.op("Div", ctx.op("Sub", end, start), ctx.op("Max", ctx.op("Sub", n, one), one)))
     i = ctx.op("Range", ctx.const(0.0, DOUBLE), n, one)
-    low = ctx.op("Add", start, ctx.op("Mul", i, step))
-    high = ctx.op("Sub", end, ctx.op("Mul", ctx.op("Sub", ctx.op("Sub", n, one), i), step))
+    low = r(ctx.op("Add", start, r(ctx.op("Mul", i, step))))
+    high = r(ctx.op("Sub", end, r(ctx.op("Mul", ctx.op("Sub", ctx.op("Sub", n, one), i), step))))
     first_half = ctx.op("Less", i, ctx.op("Div", n, ctx.const(2.0, DOUBLE)))
-    values = ctx.op("Where", first_half, low, high)
-    return ctx.cast(values, dtype)
+    return ctx.op("Where", first_half, low, high)
+
+
+@register("aten::logspace.default", "aten::logspace.Tensor_Tensor", "aten::logspace.Tensor_Scalar", "aten::logspace.Scalar_Tensor")
+def aten_logspace(
+    ctx: NodeContext, start: Any, end: Any, steps: int | ir.Value, base: float = 10.0, **options: Any
+) -> ir.Value:
+    """logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, ...) -> Tensor"""
+    _check_options(options)
+    dtype = ctx.out_dtype
+    if not any(isinstance(b, ir.Value) for b in (start, end, steps)):
+        return ctx.const(torch.logspace(start, end, steps, base, dtype=torch_dtype(dtype)), dtype)
+    exponents = _linspace(ctx, start, end, steps, dtype)
+    c = DOUBLE if dtype not in FLOAT_TYPES else opmath_dtype(dtype)  # float32 for float16/bfloat16, as PyTorch
+    return ctx.cast(ctx.op("Pow", ctx.const(float(base), c), ctx.cast(exponents, c)), dtype)
 
 
 # -- matrices ---------------------------------------------------------------------------------------------
@@ -200,3 +232,21 @@ def aten_eye(ctx: NodeContext, n: int | ir.Value, m: int | ir.Value | None = Non
     compute = ir.DataType.FLOAT if dtype in _EYE_MISSING else dtype
     zeros = ctx.op("ConstantOfShape", shape, value=ir.tensor(np.zeros(1, dtype=compute.numpy()), dtype=compute))
     return ctx.cast(ctx.op("EyeLike", zeros), dtype)
+
+
+@register("aten::empty_permuted.default")
+def aten_empty_permuted(
+    ctx: NodeContext, size: Sequence[int | ir.Value], physical_layout: Sequence[int], **options: Any
+) -> ir.Value:
+    """empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, ...) -> Tensor:
+    zeros, the memory layout does not exist in ONNX."""
+    _check_options(options)
+    return _fill(ctx, _size(ctx, size), 0)
+
+
+@register("aten::item.default", "aten::_local_scalar_dense.default")
+def aten_item(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """item(Tensor self) -> Scalar: the single element as a 0-D tensor (INT64, FLOAT or BOOL)."""
+    out = ctx.cast(ctx.op("Reshape", self, ctx.const([], INT64)), ctx.out_dtype)
+    out.shape = ir.Shape([])
+    return out

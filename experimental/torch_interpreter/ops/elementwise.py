@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import ml_dtypes
+import numpy as np
 import onnx_ir as ir
 
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
-from ._helpers import BOOL, kernel_op, opmath_dtype
+from ._helpers import BOOL, kernel_dtype, kernel_op, opmath_dtype
 
 Scalar = Any  # an ir.Value or a Python number
 
@@ -40,11 +42,13 @@ def aten_add(ctx: NodeContext, self: ir.Value, other: Scalar, alpha: Scalar = 1)
     """
     dtype = ctx.out_dtype
     if dtype == BOOL:
+        if isinstance(alpha, (bool, int, float)) and not alpha:
+            return ctx.cast(self, BOOL)
         return ctx.op("Or", ctx.cast(self, BOOL), ctx.operand(other, BOOL))
     return kernel_op(ctx, "Add", self, _scaled(ctx, other, alpha, dtype), dtype=dtype)
 
 
-@register("aten::sub.Tensor", "aten::sub.Scalar")
+@register("aten::sub.Tensor", "aten::sub.Scalar", "aten::subtract.Tensor", "aten::subtract.Scalar")
 def aten_sub(ctx: NodeContext, self: ir.Value, other: Scalar, alpha: Scalar = 1) -> ir.Value:
     """sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
     dtype = ctx.out_dtype
@@ -58,7 +62,7 @@ def aten_rsub(ctx: NodeContext, self: ir.Value, other: Scalar, alpha: Scalar = 1
     return kernel_op(ctx, "Sub", other, _scaled(ctx, self, alpha, dtype), dtype=dtype)
 
 
-@register("aten::mul.Tensor", "aten::mul.Scalar")
+@register("aten::mul.Tensor", "aten::mul.Scalar", "aten::multiply.Tensor", "aten::multiply.Scalar")
 def aten_mul(ctx: NodeContext, self: ir.Value, other: Scalar) -> ir.Value:
     """mul.Tensor(Tensor self, Tensor other) -> Tensor
 
@@ -99,7 +103,18 @@ def _floor_divide(ctx: NodeContext, a: Scalar, b: Scalar, dtype: ir.DataType) ->
     return ctx.cast(q, dtype)
 
 
-@register("aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::div.Scalar_mode")
+@register(
+    "aten::div.Tensor",
+    "aten::div.Scalar",
+    "aten::div.Tensor_mode",
+    "aten::div.Scalar_mode",
+    "aten::divide.Tensor",
+    "aten::divide.Scalar",
+    "aten::divide.Tensor_mode",
+    "aten::divide.Scalar_mode",
+    "aten::true_divide.Tensor",
+    "aten::true_divide.Scalar",
+)
 def aten_div(ctx: NodeContext, self: ir.Value, other: Scalar, *, rounding_mode: str | None = None) -> ir.Value:
     """div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 
@@ -110,7 +125,10 @@ def aten_div(ctx: NodeContext, self: ir.Value, other: Scalar, *, rounding_mode: 
         return kernel_op(ctx, "Div", self, other, dtype=dtype)
     if rounding_mode == "trunc":
         c = opmath_dtype(dtype)
-        return ctx.cast(_trunc(ctx, ctx.op("Div", ctx.operand(self, c), ctx.operand(other, c))), dtype)
+        quotient = ctx.op("Div", ctx.operand(self, c), ctx.operand(other, c))
+        if dtype == ir.DataType.BFLOAT16:  # PyTorch rounds the quotient to bfloat16 before truncating it
+            quotient = ctx.cast(ctx.cast(quotient, dtype), c)
+        return ctx.cast(_trunc(ctx, quotient), dtype)
     if rounding_mode == "floor":
         return _floor_divide(ctx, self, other, dtype)
     raise ValueError(f"unexpected rounding_mode {rounding_mode!r}")
@@ -152,8 +170,22 @@ def aten_fmod(ctx: NodeContext, self: ir.Value, other: Scalar) -> ir.Value:
     "aten::float_power.Scalar",
 )
 def aten_pow(ctx: NodeContext, self: Scalar, exponent: Scalar) -> ir.Value:
-    """pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor (float_power: the same in double)"""
-    return kernel_op(ctx, "Pow", self, exponent, dtype=ctx.out_dtype)
+    """pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor (float_power: the same in double)
+
+    Integer powers with a negative exponent are 0, except for the bases 1 and -1, as in PyTorch.
+    """
+    dtype = ctx.out_dtype
+    out = kernel_op(ctx, "Pow", self, exponent, dtype=dtype)
+    if dtype in FLOAT_TYPES or dtype == BOOL or (not isinstance(exponent, ir.Value) and exponent >= 0):
+        return out
+    k = kernel_dtype("Less", dtype)
+    base, exp = ctx.operand(self, k), ctx.operand(exponent, k)
+    one, zero = ctx.const(1, k), ctx.const(0, k)
+    odd = ctx.op("Not", ctx.op("Equal", ctx.op("Mod", exp, ctx.const(2, k)), zero))
+    minus_one = ctx.op("Where", odd, ctx.op("Neg", one), one)
+    small = ctx.op("Where", ctx.op("Equal", base, one), one,
+                   ctx.op("Where", ctx.op("Equal", base, ctx.op("Neg", one)), minus_one, zero))
+    return ctx.cast(ctx.op("Where", ctx.op("Less", exp, zero), small, ctx.cast(out, k)), dtype)
 
 
 @register("aten::square.default")
@@ -226,6 +258,9 @@ _UNARY = {
     "tanh": "Tanh",
     "erf": "Erf",
     "neg": "Neg",
+    "acosh": "Acosh",
+    "asinh": "Asinh",
+    "atanh": "Atanh",
 }
 
 
@@ -242,15 +277,15 @@ for _name, _op in _UNARY.items():
     register(f"aten::{_name}.default")(_make_unary(_name, _op))
 
 
-@register("aten::abs.default")
+@register("aten::abs.default", "aten::absolute.default")
 def aten_abs(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """abs(Tensor self) -> Tensor"""
     return kernel_op(ctx, "Abs", self, dtype=ctx.out_dtype)
 
 
-@register("aten::sign.default")
+@register("aten::sign.default", "aten::sgn.default")
 def aten_sign(ctx: NodeContext, self: ir.Value) -> ir.Value:
-    """sign(Tensor self) -> Tensor: 0 for NaN as PyTorch (ONNX Sign gives NaN)."""
+    """sign(Tensor self) -> Tensor: 0 for NaN as PyTorch (ONNX Sign gives NaN); sgn is sign for real inputs."""
     if self.dtype == BOOL:
         return self
     if self.dtype not in FLOAT_TYPES:
@@ -493,3 +528,264 @@ def aten_logical_xor(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Va
 def aten_logical_not(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """logical_not(Tensor self) -> Tensor"""
     return ctx.cast(ctx.op("Not", ctx.cast(self, BOOL)), ctx.out_dtype)
+
+
+# -- more math functions ------------------------------------------------------------------------------
+
+
+@register("aten::erfc.default")
+def aten_erfc(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """erfc(Tensor self) -> Tensor"""
+    return _float_formula(
+        ctx, self, lambda x: ctx.op("Sub", ctx.const(1, x.dtype), kernel_op(ctx, "Erf", x, dtype=x.dtype))
+    )
+
+
+@register("aten::special_ndtr.default")
+def aten_special_ndtr(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """special_ndtr(Tensor self) -> Tensor: the normal CDF, ``(1 + erf(x / sqrt(2))) / 2``."""
+
+    def formula(x: ir.Value) -> ir.Value:
+        erf = kernel_op(ctx, "Erf", ctx.op("Mul", x, ctx.const(math.sqrt(0.5), x.dtype)), dtype=x.dtype)
+        return ctx.op("Mul", ctx.op("Add", erf, ctx.const(1, x.dtype)), ctx.const(0.5, x.dtype))
+
+    return _float_formula(ctx, self, formula)
+
+
+@register("aten::deg2rad.default")
+def aten_deg2rad(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """deg2rad(Tensor self) -> Tensor"""
+    return _float_formula(ctx, self, lambda x: ctx.op("Mul", x, ctx.const(math.pi / 180, x.dtype)))
+
+
+@register("aten::rad2deg.default")
+def aten_rad2deg(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """rad2deg(Tensor self) -> Tensor"""
+    return _float_formula(ctx, self, lambda x: ctx.op("Mul", x, ctx.const(180 / math.pi, x.dtype)))
+
+
+@register("aten::frac.default")
+def aten_frac(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """frac(Tensor self) -> Tensor: ``x - trunc(x)``."""
+    return _float_formula(ctx, self, lambda x: ctx.op("Sub", x, _trunc(ctx, x)))
+
+
+@register("aten::sinc.default")
+def aten_sinc(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """sinc(Tensor self) -> Tensor: ``sin(pi x) / (pi x)``, 1 at 0."""
+
+    def formula(x: ir.Value) -> ir.Value:
+        pix = ctx.op("Mul", x, ctx.const(math.pi, x.dtype))
+        ratio = ctx.op("Div", kernel_op(ctx, "Sin", pix, dtype=x.dtype), pix)
+        return ctx.op("Where", ctx.op("Equal", x, ctx.const(0, x.dtype)), ctx.const(1, x.dtype), ratio)
+
+    return _float_formula(ctx, self, formula)
+
+
+@register("aten::logit.default")
+def aten_logit(ctx: NodeContext, self: ir.Value, eps: float | None = None) -> ir.Value:
+    """logit(Tensor self, float? eps=None) -> Tensor: ``log(x / (1 - x))``, x clamped to [eps, 1 - eps]."""
+
+    def formula(x: ir.Value) -> ir.Value:
+        if eps is not None:
+            x = ctx.op("Clip", x, ctx.const(eps, x.dtype), ctx.const(1 - eps, x.dtype))
+        return ctx.op("Log", ctx.op("Div", x, ctx.op("Sub", ctx.const(1, x.dtype), x)))
+
+    return _float_formula(ctx, self, formula)
+
+
+@register("aten::ldexp.Tensor")
+def aten_ldexp(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
+    """ldexp.Tensor(Tensor self, Tensor other) -> Tensor: ``self * 2^other``."""
+    dtype = ctx.out_dtype
+    c = opmath_dtype(dtype)
+    scale = ctx.op("Pow", ctx.const(2, c), ctx.cast(other, c))
+    return ctx.cast(ctx.op("Mul", ctx.cast(self, c), scale), dtype)
+
+
+def _binary_formula(ctx: NodeContext, a: Scalar, b: Scalar, formula: Any) -> ir.Value:
+    """``formula(a, b)`` on both operands cast to float32 (float16/bfloat16) or the output dtype."""
+    dtype = ctx.out_dtype
+    c = opmath_dtype(dtype)
+    return ctx.cast(formula(ctx.operand(a, c), ctx.operand(b, c)), dtype)
+
+
+@register("aten::logaddexp.default")
+def aten_logaddexp(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
+    """logaddexp(Tensor self, Tensor other) -> Tensor: ``max + log1p(exp(-|a - b|))``, ``a`` where a == b = +-inf."""
+
+    def formula(a: ir.Value, b: ir.Value) -> ir.Value:
+        big = ctx.op("Max", a, b)
+        tail = ctx.op("Exp", ctx.op("Neg", ctx.op("Abs", ctx.op("Sub", a, b))))
+        out = ctx.op("Add", big, ctx.op("Log", ctx.op("Add", tail, ctx.const(1, a.dtype))))
+        same_inf = ctx.op("And", kernel_op(ctx, "IsInf", a, dtype=a.dtype), ctx.op("Equal", a, b))
+        return ctx.op("Where", same_inf, a, out)
+
+    return _binary_formula(ctx, self, other, formula)
+
+
+@register("aten::logaddexp2.default")
+def aten_logaddexp2(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
+    """logaddexp2(Tensor self, Tensor other) -> Tensor: ``max + log2(1 + 2^-|a - b|)``."""
+
+    def formula(a: ir.Value, b: ir.Value) -> ir.Value:
+        big = ctx.op("Max", a, b)
+        tail = ctx.op("Pow", ctx.const(2, a.dtype), ctx.op("Neg", ctx.op("Abs", ctx.op("Sub", a, b))))
+        log2 = ctx.op("Div", ctx.op("Log", ctx.op("Add", tail, ctx.const(1, a.dtype))), ctx.const(math.log(2), a.dtype))
+        same_inf = ctx.op("And", kernel_op(ctx, "IsInf", a, dtype=a.dtype), ctx.op("Equal", a, b))
+        return ctx.op("Where", same_inf, a, ctx.op("Add", big, log2))
+
+    return _binary_formula(ctx, self, other, formula)
+
+
+@register("aten::hypot.default")
+def aten_hypot(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
+    """hypot(Tensor self, Tensor other) -> Tensor: ``sqrt(a^2 + b^2)``."""
+    return _binary_formula(
+        ctx, self, other, lambda a, b: ctx.op("Sqrt", ctx.op("Add", ctx.op("Mul", a, a), ctx.op("Mul", b, b)))
+    )
+
+
+@register("aten::heaviside.default")
+def aten_heaviside(ctx: NodeContext, self: ir.Value, values: ir.Value) -> ir.Value:
+    """heaviside(Tensor self, Tensor values) -> Tensor: ``values`` where 0, else ``self > 0`` (0 for NaN)."""
+    dtype = ctx.out_dtype
+    x = ctx.cast(self, dtype)
+    zero = ctx.const(0, kernel_dtype_of(x.dtype))
+    xk = ctx.cast(x, zero.dtype)
+    positive = ctx.cast(ctx.op("Greater", xk, zero), dtype)
+    return ctx.op("Where", ctx.op("Equal", xk, zero), ctx.cast(values, dtype), positive)
+
+
+def kernel_dtype_of(dtype: ir.DataType) -> ir.DataType:
+    """A type the comparisons of onnxruntime take, holding every value of ``dtype`` exactly."""
+    return kernel_dtype("Less", dtype)
+
+
+def _signbit(ctx: NodeContext, x: ir.Value) -> ir.Value:
+    """True where the sign bit of ``x`` is set: negative numbers and -0.0 (``1 / -0.0 == -inf``)."""
+    if x.dtype not in FLOAT_TYPES:
+        return ctx.op("Less", ctx.cast(x, kernel_dtype_of(x.dtype)), ctx.const(0, kernel_dtype_of(x.dtype)))
+    x = ctx.cast(x, opmath_dtype(x.dtype))
+    zero = ctx.const(0, x.dtype)
+    negative_zero = ctx.op("And", ctx.op("Equal", x, zero), ctx.op("Less", ctx.op("Reciprocal", x), zero))
+    return ctx.op("Or", ctx.op("Less", x, zero), negative_zero)
+
+
+@register("aten::signbit.default")
+def aten_signbit(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """signbit(Tensor self) -> Tensor"""
+    if self.dtype == BOOL:
+        return ctx.op("Not", ctx.op("Or", self, ctx.op("Not", self)))
+    return _signbit(ctx, self)
+
+
+@register("aten::copysign.Tensor", "aten::copysign.Scalar")
+def aten_copysign(ctx: NodeContext, self: ir.Value, other: Scalar) -> ir.Value:
+    """copysign.Tensor(Tensor self, Tensor other) -> Tensor: ``|self|`` with the sign bit of ``other``."""
+    dtype = ctx.out_dtype
+    c = opmath_dtype(dtype)
+    magnitude = ctx.op("Abs", ctx.operand(self, c))
+    negative = _signbit(ctx, ctx.operand(other, c))
+    return ctx.cast(ctx.op("Where", negative, ctx.op("Neg", magnitude), magnitude), dtype)
+
+
+def _fminmax(ctx: NodeContext, op_type: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    dtype = ctx.out_dtype
+    out = kernel_op(ctx, op_type, a, b, dtype=dtype)
+    if dtype not in FLOAT_TYPES:
+        return out
+    c = opmath_dtype(dtype)
+    a, b, out = ctx.operand(a, c), ctx.operand(b, c), ctx.cast(out, c)
+    out = ctx.op("Where", ctx.op("IsNaN", a), b, ctx.op("Where", ctx.op("IsNaN", b), a, out))
+    return ctx.cast(out, dtype)
+
+
+@register("aten::fmax.default")
+def aten_fmax(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
+    """fmax(Tensor self, Tensor other) -> Tensor: the maximum ignoring NaN."""
+    return _fminmax(ctx, "Max", self, other)
+
+
+@register("aten::fmin.default")
+def aten_fmin(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
+    """fmin(Tensor self, Tensor other) -> Tensor: the minimum ignoring NaN."""
+    return _fminmax(ctx, "Min", self, other)
+
+
+@register("aten::nan_to_num.default")
+def aten_nan_to_num(
+    ctx: NodeContext, self: ir.Value, nan: float | None = None, posinf: float | None = None, neginf: float | None = None
+) -> ir.Value:
+    """nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+
+    The defaults of ``posinf`` and ``neginf`` are the largest and lowest finite values of the dtype.
+    """
+    dtype = ctx.out_dtype
+    if dtype not in FLOAT_TYPES:
+        return self
+    info = {
+        ir.DataType.FLOAT: np.finfo(np.float32),
+        ir.DataType.DOUBLE: np.finfo(np.float64),
+        ir.DataType.FLOAT16: np.finfo(np.float16),
+        ir.DataType.BFLOAT16: ml_dtypes.finfo(ml_dtypes.bfloat16),
+    }[dtype]
+    c = opmath_dtype(dtype)
+    x = ctx.cast(self, c)
+    high = float(info.max) if posinf is None else posinf
+    low = float(info.min) if neginf is None else neginf
+    x = ctx.op("Where", ctx.op("IsNaN", x), ctx.const(0.0 if nan is None else nan, c), x)
+    x = ctx.op("Where", kernel_op(ctx, "IsInf", x, dtype=c, detect_negative=0), ctx.const(high, c), x)
+    x = ctx.op("Where", kernel_op(ctx, "IsInf", x, dtype=c, detect_positive=0), ctx.const(low, c), x)
+    return ctx.cast(x, dtype)
+
+
+@register("aten::angle.default")
+def aten_angle(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """angle(Tensor self) -> Tensor: pi for negative real numbers, 0 otherwise, NaN for NaN."""
+
+    def formula(x: ir.Value) -> ir.Value:
+        zero = ctx.const(0, x.dtype)
+        out = ctx.op("Where", ctx.op("Less", x, zero), ctx.const(math.pi, x.dtype), zero)
+        return ctx.op("Where", ctx.op("IsNaN", x), x, out)
+
+    return _float_formula(ctx, self, formula)
+
+
+def _xlog(ctx: NodeContext, self: Scalar, other: Scalar, log: Any) -> ir.Value:
+    """``self * log(other)``, 0 where ``self == 0`` unless ``other`` is NaN."""
+
+    def formula(x: ir.Value, y: ir.Value) -> ir.Value:
+        zero = ctx.const(0, x.dtype)
+        product = ctx.op("Mul", x, log(y))
+        at_zero = ctx.op("And", ctx.op("Equal", x, zero), ctx.op("Not", ctx.op("IsNaN", y)))
+        return ctx.op("Where", at_zero, zero, product)
+
+    return _binary_formula(ctx, self, other, formula)
+
+
+@register("aten::xlogy.Tensor", "aten::xlogy.Scalar_Self", "aten::xlogy.Scalar_Other", "aten::special_xlogy.default")
+def aten_xlogy(ctx: NodeContext, self: Scalar, other: Scalar) -> ir.Value:
+    """xlogy.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return _xlog(ctx, self, other, lambda y: ctx.op("Log", y))
+
+
+@register(
+    "aten::special_xlog1py.default", "aten::special_xlog1py.self_scalar", "aten::special_xlog1py.other_scalar"
+)
+def aten_special_xlog1py(ctx: NodeContext, self: Scalar, other: Scalar) -> ir.Value:
+    """special_xlog1py(Tensor self, Tensor other) -> Tensor: ``self * log1p(other)``."""
+    return _xlog(ctx, self, other, lambda y: ctx.op("Log", ctx.op("Add", y, ctx.const(1, y.dtype))))
+
+
+@register("aten::special_entr.default")
+def aten_special_entr(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """special_entr(Tensor self) -> Tensor: ``-x log(x)`` for x > 0, 0 at 0, -inf below."""
+
+    def formula(x: ir.Value) -> ir.Value:
+        zero = ctx.const(0, x.dtype)
+        value = ctx.op("Neg", ctx.op("Mul", x, ctx.op("Log", x)))
+        value = ctx.op("Where", ctx.op("Equal", x, zero), zero, value)
+        return ctx.op("Where", ctx.op("Less", x, zero), ctx.const(float("-inf"), x.dtype), value)
+
+    return _float_formula(ctx, self, formula)

@@ -8,6 +8,7 @@ are adjacent, in which case they replace them in place.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,6 +64,27 @@ def _sized_like(ctx: NodeContext, value: Any, dtype: ir.DataType, like: ir.Value
     return ctx.cast(ctx.op("Expand", v, ctx.op("Shape", like)), dtype)
 
 
+def _lift_0d(fn: Any) -> Any:
+    """Runs converter ``fn`` on its 0-D tensors reshaped to 1-D when ``self`` is 0-D (ONNX gathers and
+    scatters need rank 1), and reshapes the result back to 0-D."""
+
+    def lift(ctx: NodeContext, v: Any) -> Any:
+        if not isinstance(v, ir.Value) or v.shape is None or len(v.shape) != 0:
+            return v
+        out = ctx.op("Reshape", v, ctx.const([1], INT64))
+        out.shape = ir.Shape([1])
+        return out
+
+    @functools.wraps(fn)
+    def wrapper(ctx: NodeContext, self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
+        if ctx.rank(self) != 0:
+            return fn(ctx, self, *args, **kwargs)
+        out = fn(ctx, lift(ctx, self), *[lift(ctx, a) for a in args], **{k: lift(ctx, v) for k, v in kwargs.items()})
+        return ctx.op("Reshape", out, ctx.const([], INT64))
+
+    return wrapper
+
+
 # -- where, masked_fill -----------------------------------------------------------------------------------
 @register("aten::where.self", "aten::where.ScalarSelf", "aten::where.ScalarOther", "aten::where.Scalar")
 def aten_where(ctx: NodeContext, condition: ir.Value, self: Any, other: Any) -> ir.Value:
@@ -79,6 +101,7 @@ def aten_masked_fill(ctx: NodeContext, self: ir.Value, mask: ir.Value, value: An
 
 # -- gather -----------------------------------------------------------------------------------------------
 @register("aten::index_select.default")
+@_lift_0d
 def aten_index_select(ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value) -> ir.Value:
     """index_select(Tensor self, int dim, Tensor index) -> Tensor"""
     if ctx.rank(index) == 0:
@@ -105,7 +128,11 @@ def aten_gather(ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value, *, 
     """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
     if ctx.rank(self) == 0:
         return ctx.op("Expand", self, ctx.op("Shape", index))
-    return ctx.op("GatherElements", self, index, axis=normalize_dim(dim, ctx.rank(self)))
+    shape = static_shape(ctx.val)
+    if shape is not None and 0 in shape:  # an empty index may have another rank than self
+        empty = ctx.op("Slice", _flat(ctx, self), ctx.const([0], INT64), ctx.const([0], INT64))
+        return ctx.op("Reshape", empty, ctx.const(shape, INT64), allowzero=1)
+    return ctx.op("GatherElements", self, ctx.cast(index, INT64), axis=normalize_dim(dim, ctx.rank(self)))
 
 
 def _with_dim(ctx: NodeContext, x: ir.Value, axis: int, size: int | Vec) -> ir.Value:
@@ -147,6 +174,7 @@ _REDUCE = {None: None, "add": "add", "sum": "add", "multiply": "mul", "prod": "m
 
 
 @register("aten::scatter.src", "aten::scatter.reduce", "aten::scatter_add.default")
+@_lift_0d
 def aten_scatter_src(
     ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value, src: ir.Value, *, reduce: str | None = None
 ) -> ir.Value:
@@ -160,6 +188,7 @@ def aten_scatter_src(
 
 
 @register("aten::scatter.value", "aten::scatter.value_reduce")
+@_lift_0d
 def aten_scatter_value(
     ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value, value: Any, *, reduce: str | None = None
 ) -> ir.Value:
@@ -170,6 +199,7 @@ def aten_scatter_value(
 
 
 @register("aten::scatter_reduce.two")
+@_lift_0d
 def aten_scatter_reduce(
     ctx: NodeContext,
     self: ir.Value,
@@ -187,7 +217,12 @@ def aten_scatter_reduce(
     ``mean`` divides a sum by a count scattered the same way.
     """
     axis = normalize_dim(dim, ctx.rank(self))
-    src = _src_like_index(ctx, src, index, 3, 2)
+    return _scatter_reduce(ctx, self, axis, index, _src_like_index(ctx, src, index, 3, 2), reduce, include_self)
+
+
+def _scatter_reduce(
+    ctx: NodeContext, self: ir.Value, axis: int, index: ir.Value, src: ir.Value, reduce: str, include_self: bool
+) -> ir.Value:
     dtype = self.dtype
     if reduce == "mean":
         base = self if include_self else _reset(ctx, self, index, 0, axis)
@@ -241,6 +276,7 @@ def _along(ctx: NodeContext, self: ir.Value, axis: int, index: ir.Value, like: i
 
 
 @register("aten::index_fill.int_Scalar", "aten::index_fill.int_Tensor")
+@_lift_0d
 def aten_index_fill(ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value, value: Any) -> ir.Value:
     """index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
     axis = normalize_dim(dim, ctx.rank(self))
@@ -249,6 +285,7 @@ def aten_index_fill(ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value,
 
 
 @register("aten::index_copy.default")
+@_lift_0d
 def aten_index_copy(ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value, source: ir.Value) -> ir.Value:
     """index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
     axis = normalize_dim(dim, ctx.rank(self))
@@ -257,6 +294,7 @@ def aten_index_copy(ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value,
 
 
 @register("aten::index_add.default")
+@_lift_0d
 def aten_index_add(
     ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value, source: ir.Value, *, alpha: Any = 1
 ) -> ir.Value:
@@ -267,6 +305,25 @@ def aten_index_add(
     if alpha != 1:
         source = kernel_op(ctx, "Mul", source, alpha, dtype=self.dtype)
     return _scatter(ctx, "ScatterElements", self, idx, source, "add", axis=axis)
+
+
+@register("aten::index_reduce.default")
+@_lift_0d
+def aten_index_reduce(
+    ctx: NodeContext,
+    self: ir.Value,
+    dim: int,
+    index: ir.Value,
+    source: ir.Value,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> ir.Value:
+    """index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True)
+    -> Tensor: ``scatter_reduce`` with the index spread along ``dim``."""
+    axis = normalize_dim(dim, ctx.rank(self))
+    idx = _along(ctx, self, axis, index, source)
+    return _scatter_reduce(ctx, self, axis, idx, ctx.cast(source, self.dtype), reduce, include_self)
 
 
 # -- masks --------------------------------------------------------------------------------------------------
@@ -406,12 +463,24 @@ def aten_index_put(
     ``ScatterND`` (reduction ``add`` to accumulate) on the tensor transposed as for :func:`aten_index`;
     ``x[mask] = scalar`` is a ``Where``.
     """
+    return _index_put(ctx, self, indices, values, accumulate, ctx.arg_val(2))
+
+
+def _index_put(
+    ctx: NodeContext,
+    self: ir.Value,
+    indices: Sequence[ir.Value | None],
+    values: ir.Value,
+    accumulate: bool,
+    values_val: Any,
+) -> ir.Value:
+    """index_put with ``values_val`` the FakeTensor of ``values`` (for its shape)."""
     if all(i is None for i in indices):
         raise NotImplementedError("index_put without any index tensor")
     values = ctx.cast(values, self.dtype)
     ind = _Indices(ctx, self, indices)
     mask = ind.only_mask()
-    value_shape = static_shape(ctx.arg_val(2))
+    value_shape = static_shape(values_val)
     if mask is not None and not accumulate and value_shape is not None and all(d == 1 for d in value_shape):
         first, m = mask
         trailing = ind.rank - first - ctx.rank(m)
@@ -427,7 +496,7 @@ def aten_index_put(
     # values broadcast to the shape of x[indices], then laid out as B + the dimensions not indexed
     nb_shape = ctx.op("Shape", stacked, end=-1)
     target = ctx.op("Concat", nb_shape, ctx.op("Shape", data, start=k), axis=0) if k < ind.rank else nb_shape
-    rv = ctx.arg_val(2).dim()
+    rv = values_val.dim()
     if ind.adjacent and ind.first > 0:
         # PyTorch keeps the broadcast index dimensions at ind.first: move them first
         nb = ind.index_rank
@@ -442,3 +511,97 @@ def aten_index_put(
         inverse = [ind.perm.index(i) for i in range(ind.rank)]
         out = ctx.op("Transpose", out, perm=inverse)
     return out
+
+
+# -- flat positions and coordinates --------------------------------------------------------------------------
+@register("aten::take.default")
+def aten_take(ctx: NodeContext, self: ir.Value, index: ir.Value) -> ir.Value:
+    """take(Tensor self, Tensor index) -> Tensor: ``Gather`` on the flattened tensor."""
+    return ctx.op("Gather", _flat(ctx, self), ctx.cast(index, INT64), axis=0)
+
+
+@register("aten::put.default")
+def aten_put(ctx: NodeContext, self: ir.Value, index: ir.Value, source: ir.Value, accumulate: bool = False) -> ir.Value:
+    """put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor: ``ScatterElements`` on
+    the flattened tensor."""
+    flat = _flat(ctx, self)
+    out = _scatter(ctx, "ScatterElements", flat, _flat(ctx, ctx.cast(index, INT64)), _flat(ctx, source),
+                   "add" if accumulate else None, axis=0)
+    return ctx.op("Reshape", out, ctx.op("Shape", self))
+
+
+def _nonzero(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """``[n, rank]`` coordinates of the nonzero elements (``[n, 0]`` for a 0-D tensor)."""
+    mask = ctx.cast(self, BOOL)
+    if ctx.rank(self) == 0:
+        coords = ctx.op("NonZero", ctx.op("Reshape", mask, ctx.const([1], INT64)))
+        return ctx.op("Slice", ctx.op("Transpose", coords, perm=[1, 0]), ctx.const([0], INT64), ctx.const([0], INT64),
+                      ctx.const([1], INT64))
+    return ctx.op("Transpose", ctx.op("NonZero", mask), perm=[1, 0])
+
+
+@register("aten::nonzero.default", "aten::argwhere.default")
+def aten_nonzero(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """nonzero(Tensor self) -> Tensor: ONNX NonZero transposed (argwhere: the same)."""
+    return _nonzero(ctx, self)
+
+
+@register("aten::nonzero_static.default")
+def aten_nonzero_static(ctx: NodeContext, self: ir.Value, *, size: int, fill_value: int = -1) -> ir.Value:
+    """nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor: the first ``size`` coordinates,
+    padded with ``fill_value``."""
+    rank = ctx.rank(self)
+    coords = _nonzero(ctx, self)
+    padding = ctx.const(np.full((size, rank), fill_value, dtype=np.int64))
+    both = ctx.op("Concat", coords, padding, axis=0)
+    return ctx.op("Slice", both, ctx.const([0], INT64), ctx.const([size], INT64), ctx.const([0], INT64))
+
+
+def _in_range(ctx: NodeContext, self: ir.Value, indices: Sequence[ir.Value | None]) -> list[ir.Value | None]:
+    """Index tensors clamped to the valid range of their axis (unsafe masked indices may be anything where
+    the mask is False)."""
+    out: list[ir.Value | None] = []
+    for axis, idx in enumerate(indices):
+        if idx is None or idx.dtype == BOOL:
+            out.append(idx)
+            continue
+        size = ctx.op("Shape", self, start=axis, end=axis + 1)
+        low = ctx.op("Neg", size)
+        high = ctx.op("Sub", size, ctx.const([1], INT64))
+        clamped = ctx.op("Min", ctx.op("Max", ctx.cast(idx, INT64), low), high)
+        clamped.shape = idx.shape
+        out.append(clamped)
+    return out
+
+
+@register("aten::_unsafe_masked_index.default")
+def aten_unsafe_masked_index(
+    ctx: NodeContext, self: ir.Value, mask: ir.Value, indices: Sequence[ir.Value | None], fill: Any
+) -> ir.Value:
+    """_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor:
+    ``where(mask, self[indices], fill)``."""
+    gathered = aten_index(ctx, self, _in_range(ctx, self, indices))
+    return _where(ctx, mask, gathered, ctx.operand(fill, self.dtype))
+
+
+@register("aten::_unsafe_masked_index_put_accumulate.default")
+def aten_unsafe_masked_index_put_accumulate(
+    ctx: NodeContext, self: ir.Value, mask: ir.Value, indices: Sequence[ir.Value | None], values: ir.Value
+) -> ir.Value:
+    """_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor:
+    ``index_put(self, indices, where(mask, values, 0), accumulate=True)``."""
+    masked = _where(ctx, mask, ctx.cast(values, self.dtype), ctx.const(0, self.dtype))
+    return _index_put(ctx, self, _in_range(ctx, self, indices), masked, True, ctx.arg_val(3))
+
+
+@register("aten::nonzero_numpy.default")
+def aten_nonzero_numpy(ctx: NodeContext, self: ir.Value) -> list[ir.Value]:
+    """nonzero_numpy(Tensor self) -> Tensor[]: one 1-D tensor of coordinates per axis (a 0-D tensor counts
+    as 1-D)."""
+    mask = ctx.cast(self, BOOL)
+    if ctx.rank(self) == 0:
+        mask = ctx.op("Reshape", mask, ctx.const([1], INT64))
+    coords = ctx.op("NonZero", mask)
+    n = len(ctx.val)
+    return [ctx.op("Squeeze", ctx.op("Slice", coords, ctx.const([i], INT64), ctx.const([i + 1], INT64),
+                                     ctx.const([0], INT64)), ctx.const([0], INT64)) for i in range(n)]

@@ -266,6 +266,15 @@ def aten_instance_norm(
     return kernel_op(ctx, "InstanceNormalization", input, scale, b, dtype=dtype, epsilon=float(eps))
 
 
+def _grouped(ctx: NodeContext, x: ir.Value, groups: int) -> ir.Value:
+    """``x`` reshaped to ``(N, groups, -1)``; static sizes when known, so that empty inputs reshape too."""
+    shape = [d if isinstance(d, int) else None for d in x.shape]
+    if None not in shape:
+        per_group = int(np.prod(shape[1:])) // groups
+        return ctx.op("Reshape", x, ctx.const([shape[0], groups, per_group], INT64), allowzero=1)
+    return ctx.op("Reshape", x, ctx.const([0, groups, -1], INT64))
+
+
 @register("aten::group_norm.default")
 def aten_group_norm(
     ctx: NodeContext,
@@ -287,7 +296,7 @@ def aten_group_norm(
         scale, b = _param(ctx, weight, input, 1.0, dtype), _param(ctx, bias, input, 0.0, dtype)
         return ctx.op("GroupNormalization", input, scale, b, epsilon=float(eps), num_groups=num_groups)
     compute = kernel_dtype("InstanceNormalization", dtype)
-    grouped = ctx.op("Reshape", input, ctx.const([0, num_groups, -1], INT64))
+    grouped = _grouped(ctx, input, num_groups)
     ones = ctx.const(np.ones(num_groups, dtype=compute.numpy()), compute)
     zeros = ctx.const(np.zeros(num_groups, dtype=compute.numpy()), compute)
     y = kernel_op(ctx, "InstanceNormalization", grouped, ones, zeros, dtype=dtype, epsilon=float(eps))
@@ -309,7 +318,7 @@ def aten_native_group_norm(
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW,
     int group, float eps) -> (Tensor, Tensor, Tensor)"""
-    grouped = ctx.op("Reshape", input, ctx.const([0, group, -1], INT64))
+    grouped = _grouped(ctx, input, group)
     y, mean, rstd = _normalize(ctx, grouped, [2], eps)
     y = _affine(ctx, ctx.op("Reshape", y, ctx.op("Shape", input)), ctx.rank(input), weight, bias)
     two = ctx.const([2], INT64)
@@ -350,3 +359,42 @@ def aten_rms_norm(
     rstd = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.op("Add", mean_square, ctx.const(float(eps), compute))))
     y = ctx.cast(ctx.cast(ctx.op("Mul", x, rstd), input.dtype), dtype)
     return y if weight is None else ctx.op("Mul", y, ctx.cast(weight, dtype))
+
+
+@register("aten::_batch_norm_with_update.default")
+def aten__batch_norm_with_update(
+    ctx: NodeContext,
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value,
+    running_var: ir.Value,
+    momentum: float,
+    eps: float,
+) -> tuple[ir.Value | None, ...]:
+    """_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean,
+    Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)
+
+    Training mode: the batch statistics; the running statistics are not updated.
+    """
+    y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
+    return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd), _saved(ctx, 3, None)
+
+
+@register("aten::renorm.default")
+def aten_renorm(ctx: NodeContext, self: ir.Value, p: float, dim: int, maxnorm: float) -> ir.Value:
+    """renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor: each slice along ``dim`` whose p-norm
+    exceeds ``maxnorm`` is scaled by ``maxnorm / (norm + 1e-7)``."""
+    from .linalg import _vector_norm
+
+    dtype = ctx.out_dtype
+    rank = ctx.rank(self)
+    c = opmath_dtype(dtype)
+    x = ctx.cast(self, c)
+    axis = dim % rank if rank else 0
+    others = [i for i in range(rank) if i != axis]
+    norm = _vector_norm(ctx, x, p, others, True) if others else ctx.op("Abs", x)
+    limit = ctx.const(float(maxnorm), c)
+    factor = ctx.op("Where", ctx.op("Greater", norm, limit),
+                    ctx.op("Div", limit, ctx.op("Add", norm, ctx.const(1e-7, c))), ctx.const(1.0, c))
+    return ctx.cast(ctx.op("Mul", x, factor), dtype)

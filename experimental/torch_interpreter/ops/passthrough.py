@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 
 from ..context import NodeContext
@@ -29,10 +30,16 @@ def aten_assert(ctx: NodeContext, *args, **kwargs) -> None:
     "aten::lift_fresh_copy.default",
     "aten::clone.default",
     "aten::contiguous.default",
-    "aten::view_as.default",
+    "aten::alias_copy.default",
+    "aten::positive.default",
+    "aten::resolve_conj.default",
+    "aten::resolve_neg.default",
+    "aten::conj.default",
+    "aten::conj_physical.default",
+    "aten::real.default",
 )
 def aten_identity(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
-    """alias(Tensor(a) self) -> Tensor(a): the value itself, no ONNX node."""
+    """alias(Tensor(a) self) -> Tensor(a): the value itself, no ONNX node (conj and real of real tensors too)."""
     return self
 
 
@@ -47,10 +54,18 @@ def aten_to_other(ctx: NodeContext, self: ir.Value, other: ir.Value, *args, **kw
     return ctx.cast(self, ctx.out_dtype)
 
 
-@register("aten::dropout.default", "aten::feature_dropout.default", "aten::alpha_dropout.default")
+@register(
+    "aten::dropout.default",
+    "aten::feature_dropout.default",
+    "aten::alpha_dropout.default",
+    "aten::feature_alpha_dropout.default",
+)
 def aten_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool) -> ir.Value:
     """dropout(Tensor input, float p, bool train) -> Tensor: identity in eval, ONNX Dropout in training."""
     if not train or p == 0:
         return input
+    if p >= 1:  # every element dropped (ONNX Dropout wants ratio < 1)
+        zero = ir.tensor(np.zeros(1, dtype=input.dtype.numpy()), dtype=input.dtype)
+        return ctx.op("ConstantOfShape", ctx.op("Shape", input), value=zero)
     ratio = ctx.const(float(p), input.dtype if input.dtype != ir.DataType.DOUBLE else FLOAT)
     return ctx.op("Dropout", input, ratio, ctx.const(True, ir.DataType.BOOL))

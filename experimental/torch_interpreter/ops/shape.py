@@ -135,13 +135,13 @@ def _transpose(ctx: NodeContext, x: ir.Value, perm: Sequence[int]) -> ir.Value:
 
 
 # -- views ------------------------------------------------------------------------------------------------
-@register("aten::view.default", "aten::reshape.default", "aten::_unsafe_view.default")
+@register("aten::view.default", "aten::reshape.default", "aten::_unsafe_view.default", "aten::view_copy.default")
 def aten_view(ctx: NodeContext, self: ir.Value, size: Sequence[int | ir.Value]) -> ir.Value:
     """view(Tensor(a) self, SymInt[] size) -> Tensor(a)"""
     return _reshape(ctx, self, lambda: size)
 
 
-@register("aten::reshape_as.default")
+@register("aten::reshape_as.default", "aten::view_as.default")
 def aten_reshape_as(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
     """reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)"""
     return _reshape(ctx, self, lambda: [Vec(ctx.op("Shape", other))])
@@ -171,14 +171,14 @@ def aten_unflatten(ctx: NodeContext, self: ir.Value, dim: int, sizes: Sequence[i
 
 
 # -- permutations -----------------------------------------------------------------------------------------
-@register("aten::permute.default")
+@register("aten::permute.default", "aten::permute_copy.default")
 def aten_permute(ctx: NodeContext, self: ir.Value, dims: Sequence[int]) -> ir.Value:
     """permute(Tensor(a) self, int[] dims) -> Tensor(a)"""
     rank = ctx.rank(self)
     return _transpose(ctx, self, [normalize_dim(d, rank) for d in dims])
 
 
-@register("aten::transpose.int", "aten::swapaxes.default", "aten::swapdims.default")
+@register("aten::transpose.int", "aten::swapaxes.default", "aten::swapdims.default", "aten::transpose_copy.int")
 def aten_transpose(ctx: NodeContext, self: ir.Value, dim0: int, dim1: int) -> ir.Value:
     """transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)"""
     rank = ctx.rank(self)
@@ -189,7 +189,7 @@ def aten_transpose(ctx: NodeContext, self: ir.Value, dim0: int, dim1: int) -> ir
     return _transpose(ctx, self, perm)
 
 
-@register("aten::t.default")
+@register("aten::t.default", "aten::t_copy.default")
 def aten_t(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """t(Tensor(a) self) -> Tensor(a): tensors of rank < 2 are returned as they are."""
     return self if ctx.rank(self) < 2 else _transpose(ctx, self, [1, 0])
@@ -201,7 +201,7 @@ def aten_numpy_t(ctx: NodeContext, self: ir.Value) -> ir.Value:
     return _transpose(ctx, self, list(reversed(range(ctx.rank(self)))))
 
 
-@register("aten::mT.default", "aten::mH.default", "aten::adjoint.default")
+@register("aten::mT.default", "aten::mH.default", "aten::adjoint.default", "aten::matrix_H.default")
 def aten_mt(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """mT(Tensor(a) self) -> Tensor(a): the last two dimensions swapped (mH, adjoint: same for real types)."""
     rank = ctx.rank(self)
@@ -225,13 +225,20 @@ def aten_movedim(
 
 
 # -- (un)squeeze ------------------------------------------------------------------------------------------
-@register("aten::unsqueeze.default")
+@register("aten::unsqueeze.default", "aten::unsqueeze_copy.default")
 def aten_unsqueeze(ctx: NodeContext, self: ir.Value, dim: int) -> ir.Value:
     """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
     return ctx.op("Unsqueeze", self, ctx.const([normalize_dim(dim, ctx.rank(self) + 1)], INT64))
 
 
-@register("aten::squeeze.default", "aten::squeeze.dim", "aten::squeeze.dims")
+@register(
+    "aten::squeeze.default",
+    "aten::squeeze.dim",
+    "aten::squeeze.dims",
+    "aten::squeeze_copy.default",
+    "aten::squeeze_copy.dim",
+    "aten::squeeze_copy.dims",
+)
 def aten_squeeze(ctx: NodeContext, self: ir.Value, dim: int | Sequence[int] | None = None) -> ir.Value:
     """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a): only the axes of size 1 go, as in PyTorch."""
     shape = ctx.arg_val(0).shape
@@ -248,7 +255,7 @@ def _expand(ctx: NodeContext, x: ir.Value, shape: ir.Value) -> ir.Value:
     return ctx.cast(ctx.op("Expand", widen(ctx, x, (BF16,)), shape), x.dtype)
 
 
-@register("aten::expand.default")
+@register("aten::expand.default", "aten::expand_copy.default", "aten::broadcast_to.default")
 def aten_expand(ctx: NodeContext, self: ir.Value, size: Sequence[int | ir.Value], *, implicit: bool = False) -> ir.Value:
     """expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
 
@@ -331,14 +338,19 @@ def _even_sizes(ctx: NodeContext, x: ir.Value, axis: int, chunk: int | ir.Value)
     return [chunk] * (n - 1) + [last]
 
 
-@register("aten::split.Tensor", "aten::unsafe_split.Tensor")
+@register("aten::split.Tensor", "aten::unsafe_split.Tensor", "aten::split_copy.Tensor")
 def aten_split(ctx: NodeContext, self: ir.Value, split_size: int | ir.Value, dim: int = 0) -> tuple[ir.Value, ...]:
     """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]"""
     axis = normalize_dim(dim, ctx.rank(self))
     return _split(ctx, self, axis, lambda: _even_sizes(ctx, self, axis, split_size))
 
 
-@register("aten::split_with_sizes.default", "aten::unsafe_split_with_sizes.default", "aten::split.sizes")
+@register(
+    "aten::split_with_sizes.default",
+    "aten::unsafe_split_with_sizes.default",
+    "aten::split.sizes",
+    "aten::split_with_sizes_copy.default",
+)
 def aten_split_with_sizes(
     ctx: NodeContext, self: ir.Value, split_sizes: Sequence[int | ir.Value], dim: int = 0
 ) -> tuple[ir.Value, ...]:
@@ -410,7 +422,7 @@ def aten_hsplit_array(ctx: NodeContext, self: ir.Value, indices: Sequence[int]) 
     return _indices(ctx, self, indices, _hvd_axis(ctx, self))
 
 
-@register("aten::unbind.int")
+@register("aten::unbind.int", "aten::unbind_copy.int")
 def aten_unbind(ctx: NodeContext, self: ir.Value, dim: int = 0) -> tuple[ir.Value, ...]:
     """unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"""
     axis = normalize_dim(dim, ctx.rank(self))
@@ -430,7 +442,7 @@ def _slice(
     return ctx.op("Slice", *inputs)
 
 
-@register("aten::slice.Tensor")
+@register("aten::slice.Tensor", "aten::slice_copy.Tensor")
 def aten_slice(
     ctx: NodeContext,
     self: ir.Value,
@@ -448,13 +460,13 @@ def aten_slice(
     return _slice(ctx, self, normalize_dim(dim, ctx.rank(self)), start, end, step)
 
 
-@register("aten::select.int")
+@register("aten::select.int", "aten::select_copy.int")
 def aten_select(ctx: NodeContext, self: ir.Value, dim: int, index: int | ir.Value) -> ir.Value:
     """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
     return ctx.op("Gather", self, ctx.operand(index, INT64), axis=normalize_dim(dim, ctx.rank(self)))
 
 
-@register("aten::narrow.default", "aten::narrow.Tensor")
+@register("aten::narrow.default", "aten::narrow.Tensor", "aten::narrow_copy.default")
 def aten_narrow(
     ctx: NodeContext, self: ir.Value, dim: int, start: int | ir.Value, length: int | ir.Value
 ) -> ir.Value:
@@ -494,6 +506,8 @@ def aten_roll(ctx: NodeContext, self: ir.Value, shifts: Sequence[int | ir.Value]
     if isinstance(dims, int):
         dims = [dims]
     rank = ctx.rank(self)
+    if static_dim(ctx.arg_val(0).numel()) == 0:
+        return self
     if not dims:
         flat = ctx.op("Reshape", self, ctx.const([-1], INT64))
         size = static_dim(ctx.arg_val(0).numel())

@@ -150,3 +150,12 @@ def sym_int(ctx: NodeContext, a: Any) -> Any:
     if rounded:
         a = ctx.op(rounded, a)
     return ctx.cast(a, INT64)
+
+
+@register("torch::sym_ite")
+def sym_ite(ctx: NodeContext, b: Any, t: Any, f: Any) -> Any:
+    """``t if b else f`` on symbolic values: a Python choice when ``b`` is known, else ``Where``."""
+    if not isinstance(b, ir.Value):
+        return t if b else f
+    dtype = ctx.out_dtype
+    return ctx.op("Where", ctx.cast(b, ir.DataType.BOOL), ctx.operand(t, dtype), ctx.operand(f, dtype))

@@ -1,0 +1,191 @@
+"""Inverse real FFTs of real inputs: fft_irfft, fft_irfft2, fft_irfftn and the Hermitian FFTs fft_hfft*.
+
+ONNX tensors are real, so the input of these ops is real here (a complex input has no ONNX type). The
+transforms are products by cosine and sine matrices computed at export time (static sizes): inverse
+complex DFTs along the leading axes, then the complex-to-real transform of the last axis, whose one-sided
+spectrum counts twice except the first and the Nyquist terms, as PyTorch (and numpy) compute it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+
+from ..context import NodeContext
+from ..registry import register
+from ._helpers import INT64, normalize_dim, opmath_dtype
+from .shape import static_shape
+
+
+def _apply(ctx: NodeContext, x: ir.Value, axis: int, rank: int, matrix: np.ndarray) -> ir.Value:
+    """``x`` multiplied by ``matrix`` (``[in, out]``) along ``axis``."""
+    perm = [i for i in range(rank) if i != axis] + [axis]
+    moved = ctx.op("Transpose", x, perm=perm) if axis != rank - 1 else x
+    out = ctx.op("MatMul", moved, ctx.const(matrix.astype(x.dtype.numpy())))
+    return ctx.op("Transpose", out, perm=[perm.index(i) for i in range(rank)]) if axis != rank - 1 else out
+
+
+def _fit(ctx: NodeContext, x: ir.Value, axis: int, rank: int, size: int, want: int) -> ir.Value:
+    """``x`` cut or zero-padded to ``want`` elements along ``axis`` (of ``size``)."""
+    if want < size:
+        return ctx.op("Slice", x, ctx.const([0], INT64), ctx.const([want], INT64), ctx.const([axis], INT64))
+    if want > size:
+        pads = [0] * (2 * rank)
+        pads[rank + axis] = want - size
+        return ctx.op("Pad", x, ctx.const(pads, INT64))
+    return x
+
+
+def _c2r(
+    ctx: NodeContext, x: ir.Value, dims: Sequence[int], sizes: Sequence[int | None], norm: str | None, hermitian: bool
+) -> ir.Value:
+    """irfftn of the real ``x`` over ``dims`` (output sizes ``sizes``, None: the default), or hfftn."""
+    shape = static_shape(ctx.arg_val(0))
+    if shape is None:
+        raise NotImplementedError("inverse real FFT with a dynamic shape")
+    rank = len(shape)
+    dims = [normalize_dim(d, rank) for d in dims]
+    dtype = ctx.out_dtype
+    c = opmath_dtype(dtype)
+    re = ctx.cast(x, c)
+    im = None
+    out_sizes = []
+    for d, s in zip(dims[:-1], sizes[:-1]):  # inverse complex DFTs
+        n = shape[d] if s is None else s
+        re = _fit(ctx, re, d, rank, shape[d], n)
+        im = None if im is None else _fit(ctx, im, d, rank, shape[d], n)
+        angle = 2 * math.pi * np.outer(np.arange(n), np.arange(n)) / n
+        cos, sin = np.cos(angle), np.sin(angle)
+        new_re = _apply(ctx, re, d, rank, cos)
+        new_im = _apply(ctx, re, d, rank, sin)
+        if im is not None:
+            new_re = ctx.op("Sub", new_re, _apply(ctx, im, d, rank, sin))
+            new_im = ctx.op("Add", new_im, _apply(ctx, im, d, rank, cos))
+        re, im = new_re, new_im
+        out_sizes.append(n)
+    last = dims[-1]
+    n = 2 * (shape[last] - 1) if sizes[-1] is None else sizes[-1]
+    if n < 1:
+        raise ValueError(f"invalid number of output points {n}")
+    half = n // 2 + 1
+    re = _fit(ctx, re, last, rank, shape[last], half)
+    im = None if im is None else _fit(ctx, im, last, rank, shape[last], half)
+    weight = np.full(half, 2.0)
+    weight[0] = 1.0
+    if n % 2 == 0:
+        weight[-1] = 1.0
+    angle = 2 * math.pi * np.outer(np.arange(half), np.arange(n)) / n
+    out = _apply(ctx, re, last, rank, weight[:, None] * np.cos(angle))
+    if im is not None:
+        out = ctx.op("Sub", out, _apply(ctx, im, last, rank, weight[:, None] * np.sin(angle)))
+    out_sizes.append(n)
+    total = float(np.prod(out_sizes))
+    # irfft divides by n for norm="backward"; hfft is the forward transform: it divides for norm="forward"
+    scaled = "forward" if hermitian else "backward"
+    factor = 1.0 / total if (norm or "backward") == scaled else 1.0 / math.sqrt(total) if norm == "ortho" else 1.0
+    if factor != 1.0:
+        out = ctx.op("Mul", out, ctx.const(factor, c))
+    return ctx.cast(out, dtype)
+
+
+@register("aten::fft_irfft.default", "aten::fft_hfft.default")
+def aten_fft_irfft(
+    ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None
+) -> ir.Value:
+    """fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor (fft_hfft alike)"""
+    return _c2r(ctx, self, [dim], [n], norm, ctx.node.target._opname == "fft_hfft")
+
+
+@register("aten::fft_irfft2.default", "aten::fft_hfft2.default")
+def aten_fft_irfft2(
+    ctx: NodeContext,
+    self: ir.Value,
+    s: Sequence[int] | None = None,
+    dim: Sequence[int] = (-2, -1),
+    norm: str | None = None,
+) -> ir.Value:
+    """fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor (fft_hfft2 alike)"""
+    return _c2r(
+        ctx,
+        self,
+        list(dim),
+        list(s) if s is not None else [None] * len(dim),
+        norm,
+        ctx.node.target._opname == "fft_hfft2",
+    )
+
+
+@register("aten::fft_irfftn.default", "aten::fft_hfftn.default")
+def aten_fft_irfftn(
+    ctx: NodeContext,
+    self: ir.Value,
+    s: Sequence[int] | None = None,
+    dim: Sequence[int] | None = None,
+    norm: str | None = None,
+) -> ir.Value:
+    """fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor (fft_hfftn alike):
+    without ``dim``, the last ``len(s)`` axes, or all of them."""
+    rank = ctx.rank(self)
+    if dim is None:
+        dim = list(range(rank - len(s), rank)) if s is not None else list(range(rank))
+    sizes: list[Any] = list(s) if s is not None else [None] * len(dim)
+    return _c2r(ctx, self, list(dim), sizes, norm, ctx.node.target._opname == "fft_hfftn")
+
+
+@register("aten::stft.default")
+def aten_stft(
+    ctx: NodeContext,
+    self: ir.Value,
+    n_fft: int,
+    hop_length: int | None = None,
+    win_length: int | None = None,
+    window: ir.Value | None = None,
+    normalized: bool = False,
+    onesided: bool | None = None,
+    return_complex: bool | None = None,
+    align_to_window: bool | None = None,
+) -> ir.Value:
+    """stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None,
+    bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor
+
+    Real output only (``return_complex=False``): the frames (one ``Gather``) times the window, by the cosine
+    and sine matrices, ``[..., bins, frames, 2]``; ``center`` padding is done before, in the graph.
+    """
+    if return_complex or ctx.out_dtype not in (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16):
+        raise NotImplementedError("stft with a complex output (ONNX tensors are real)")
+    shape = static_shape(ctx.arg_val(0))
+    if shape is None:
+        raise NotImplementedError("stft with a dynamic length")
+    hop = hop_length or n_fft // 4
+    win = win_length or n_fft
+    length = shape[-1]
+    frames = 1 + (length - n_fft) // hop
+    dtype = ctx.out_dtype
+    c = opmath_dtype(dtype)
+    index = np.arange(frames)[:, None] * hop + np.arange(n_fft)[None, :]
+    x = ctx.op("Gather", ctx.cast(self, c), ctx.const(index.astype(np.int64)), axis=-1)  # [..., frames, n_fft]
+    if window is not None:
+        w = ctx.cast(window, c)
+        if win < n_fft:  # the window is centered in n_fft samples
+            left = (n_fft - win) // 2
+            w = ctx.op("Pad", w, ctx.const([left, n_fft - win - left], INT64))
+        x = ctx.op("Mul", x, w)
+    elif win < n_fft:
+        left = (n_fft - win) // 2
+        mask = np.zeros(n_fft)
+        mask[left : left + win] = 1
+        x = ctx.op("Mul", x, ctx.const(mask.astype(c.numpy())))
+    bins = n_fft // 2 + 1 if onesided is None or onesided else n_fft
+    angle = 2 * math.pi * np.outer(np.arange(n_fft), np.arange(bins)) / n_fft
+    scale = 1.0 / math.sqrt(n_fft) if normalized else 1.0
+    re = ctx.op("MatMul", x, ctx.const((np.cos(angle) * scale).astype(c.numpy())))
+    im = ctx.op("MatMul", x, ctx.const((-np.sin(angle) * scale).astype(c.numpy())))
+    rank = len(shape) + 1  # [..., frames, bins]
+    perm = [*range(rank - 2), rank - 1, rank - 2]
+    out = ctx.op("Concat", *[ctx.op("Unsqueeze", ctx.op("Transpose", v, perm=perm), ctx.const([-1], INT64))
+                             for v in (re, im)], axis=-1)
+    return ctx.cast(out, dtype)
