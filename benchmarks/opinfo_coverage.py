@@ -162,7 +162,8 @@ def print_table(rows: list[dict], tot: dict, official: bool) -> None:
 
 
 def _rst_cell(text: str) -> str:
-    return text.replace("|", "/").replace("`", "'").replace("*", "\\*").replace("\n", " ")[:200]
+    text = text.replace("|", "/").replace("`", "'").replace("*", "\\*").replace("\n", " ")[:200]
+    return text.replace("_", "\\_")  # reST would read ``resize_`` as a link target
 
 
 def write_rst(path: str, rows: list[dict], tot: dict, official: bool, args: argparse.Namespace) -> None:
@@ -196,7 +197,7 @@ def write_rst(path: str, rows: list[dict], tot: dict, official: bool, args: argp
         lines += [
             f"* ``torch.onnx.export(..., dynamo=True)``: **{tot['official_pass']} pass**, {tot['official_fail']} fail",
             f"* passed by the official exporter and not by ``to_onnx``: {len(tot['official_only'])}"
-            + (f" ({', '.join(tot['official_only'])})" if tot["official_only"] else ""),
+            + (f" ({', '.join(f'``{op}``' for op in tot['official_only'])})" if tot["official_only"] else ""),
             f"* passed by ``to_onnx`` and not by the official exporter: {len(tot['ours_only'])}",
         ]
     header = ["op", "to_onnx"] + (["official"] if official else []) + ["reason (to_onnx)"]
@@ -213,7 +214,7 @@ def write_rst(path: str, rows: list[dict], tot: dict, official: bool, args: argp
     lines.append("    * - " + "\n      - ".join(header))
     for r in rows:
         cells = [f"``{r['op']}``", r["ours"]] + ([r["official"]] if official else []) + [_rst_cell(r["reason"])]
-        lines.append("    * - " + "\n      - ".join(c if c else " " for c in cells))
+        lines.append("\n".join(f"    {'*' if i == 0 else ' '} -" + (f" {c}" if c else "") for i, c in enumerate(cells)))
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
