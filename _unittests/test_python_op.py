@@ -9,12 +9,9 @@ import torch
 
 from helpers import Fn, check_model, op_types
 from experimental.torch_interpreter import ExportCaptureError, InferenceSession, to_onnx
-from experimental.torch_interpreter.python_op import (
-    capture_autograd_functions,
-    constant_kind,
-    decode_constants,
-    func_name,
-)
+from experimental.torch_interpreter.python_op.attributes import constant_kind, decode_constants
+from experimental.torch_interpreter.python_op.capture import capture_autograd_functions
+from experimental.torch_interpreter.python_op.table import func_name
 from experimental.torch_interpreter.runtime_python_op import has_python_ops
 
 

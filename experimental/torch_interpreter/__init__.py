@@ -3,6 +3,7 @@
 >>> from experimental.torch_interpreter import to_onnx, InferenceSession
 """
 
+from . import ops  # noqa: F401  (registers the converters)
 from .convert import to_onnx
 from .errors import (
     ConversionError,
@@ -17,7 +18,6 @@ from .errors import (
 from .onnx_export_errors import bypass_export_some_errors
 from .registry import Registry, default_registry, register
 from .runtime import InferenceSession
-from . import ops  # noqa: F401  (registers the converters)
 
 __all__ = [
     "bypass_export_some_errors",

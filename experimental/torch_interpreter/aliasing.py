@@ -32,6 +32,7 @@ import torch
 import torch.fx
 
 from .context import NodeContext
+from .dynamic_shapes import static_dim
 from .errors import ConversionError
 from .provenance import describe, node_metadata
 from .registry import target_key
@@ -59,6 +60,11 @@ _PERMUTES = frozenset(
         *("numpy_T.default", "mT.default", "adjoint.default"),
         *("movedim.int", "movedim.intlist", "moveaxis.int", "moveaxis.intlist"),
     )
+)
+
+#: ops whose schema returns a new tensor but ATen returns the input itself when ``train`` is False or p is 0
+_DROPOUTS = frozenset(
+    f"aten::{name}.default" for name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
 )
 
 _MUTABLE: dict[Any, bool] = {}
@@ -183,7 +189,7 @@ class AliasEnv(dict):
         self._applied.add((by, node))
         if dict.get(self, node) is value:
             return  # nothing changed (clamp_ without bounds...)
-        ctx = NodeContext(self.interpreter, by)
+        ctx = NodeContext(self.interpreter, by, target_key(by.target))
         chain: list[View] = []
         with self.interpreter.builder.scope(by.name, node_metadata(by)):
             while node in self.views:
@@ -210,7 +216,9 @@ class AliasEnv(dict):
             view = self.views.get(seq) if isinstance(seq, torch.fx.Node) else None
             return ("item", seq) if view is not None and view.kind == "views" else None
         found = alias_of(node.target)
-        if found is None or found[0] >= len(node.args):
+        if found is None:
+            return self._runtime_alias(node)
+        if found[0] >= len(node.args):
             return None
         index, kind = found
         base = node.args[index]
@@ -222,9 +230,37 @@ class AliasEnv(dict):
                 return None  # reshape or contiguous that copied
         return kind, base
 
+    def _runtime_alias(self, node: torch.fx.Node) -> tuple[str, torch.fx.Node] | None:
+        """An op whose schema returns a new tensor may return its input all the same (``dropout`` in eval
+        mode, ``.to()`` to the same dtype, an ``einsum`` that only permutes): the storages of the FakeTensors
+        tell. ``("identity", arg)`` when the output is the argument itself, ``("hidden_view", arg)`` when it
+        is another view of it (a write through it is refused: its positions are not known)."""
+        if not isinstance(node.target, torch._ops.OpOverload) or is_mutable(node.target):
+            return None
+        if target_key(node.target) in _DROPOUTS:
+            p, train = _args(node, ("p", 0.5), ("train", True))
+            # ATen returns the input itself when nothing is dropped; the FakeTensor is a copy
+            return ("identity", node.args[0]) if (not train or p == 0) and isinstance(node.args[0], torch.fx.Node) else None
+        val = node.meta.get("val")
+        mine = _storage(val)
+        if mine is None or mine == -1:
+            return None
+        args = [a for arg in node.args for a in (arg if isinstance(arg, (list, tuple)) else [arg])]
+        for arg in args:
+            base = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+            if isinstance(base, torch.Tensor) and _storage(base) == mine:
+                same = (
+                    val.shape == base.shape
+                    and val.stride() == base.stride()
+                    and val.storage_offset() == base.storage_offset()
+                    and val.dtype == base.dtype
+                )
+                return ("identity" if same else "hidden_view"), arg
+        return None
+
     def _refresh(self, node: torch.fx.Node, view: View) -> None:
         """Recomputes a stale alias from its (refreshed) base."""
-        if view.kind == "inplace":
+        if view.kind in ("inplace", "identity"):
             value = self[view.base]
         else:
             value = self.interpreter.call_function(node, self)
@@ -245,7 +281,14 @@ class AliasEnv(dict):
             )
         key = target_key(node.target)
         same = self.interpreter.onnx_shape(val) == self.interpreter.onnx_shape(base_val)
-        if item is None and (self.views[node].kind == "inplace" or (key in _RESHAPES and same)):
+        if self.views[node].kind == "hidden_view":
+            raise ConversionError(
+                f"{describe(ctx.node)} writes into the output of {describe(node)}, which PyTorch returns as a "
+                "view of its input although its schema says it returns a new tensor; the positions it covers "
+                "are not known here, so the write cannot be carried to the input. Write into a .clone() of "
+                "it in the model (or do not write in place)"
+            )
+        if item is None and (self.views[node].kind in ("inplace", "identity") or (key in _RESHAPES and same)):
             new = value
         elif item is None and key in _RESHAPES:
             new = ctx.op("Reshape", value, self._shape(ctx, old, base_val), allowzero=1)
@@ -258,8 +301,8 @@ class AliasEnv(dict):
             dim, index = _args(node, ("dim", 0), ("index", 0))
             axis = dim % base_val.dim()
             index = self._arg(index)
-            if isinstance(index, int) and index < 0 and _static(base_val.shape[axis]) is not None:
-                index += _static(base_val.shape[axis])
+            if isinstance(index, int) and index < 0 and static_dim(base_val.shape[axis]) is not None:
+                index += static_dim(base_val.shape[axis])
             index = ctx.op("Reshape", ctx.operand(index, INT64), ctx.const([1], INT64))
             value = ctx.op("Unsqueeze", value, ctx.const([axis], INT64))
             new = self._scatter_along(ctx, old, index, value, axis, [*val.shape[:axis], 1, *val.shape[axis:]])
@@ -284,7 +327,7 @@ class AliasEnv(dict):
         """``data`` with ``value`` written at ``positions`` (1-D) of axis ``axis``; ``shape``: value's shape."""
         rank = len(shape)
         index = ctx.op("Reshape", positions, ctx.const([-1 if i == axis else 1 for i in range(rank)], INT64))
-        sizes = [_static(d) for d in shape]
+        sizes = [static_dim(d) for d in shape]
         target = ctx.const(sizes, INT64) if None not in sizes else ctx.op("Shape", value)
         index = ctx.op("Expand", index, target)
         return ctx.op("ScatterElements", data, index, value, axis=axis)
@@ -303,7 +346,7 @@ class AliasEnv(dict):
             dim, start, length = _args(node, ("dim", 0), ("start", 0), ("length", 0))
             start, length = self._arg(start), self._arg(length)
         axis = dim % rank
-        size = _static(base_val.shape[axis])
+        size = static_dim(base_val.shape[axis])
         if target_key(node.target) != "aten::slice.Tensor":
             if isinstance(start, int) and start < 0 and size is not None:
                 start += size
@@ -339,11 +382,9 @@ class AliasEnv(dict):
         numel = ctx.op("Size", old)
         numbered = ctx.op("Reshape", ctx.op("Range", ctx.const(0, INT64), numel, ctx.const(1, INT64)), shape)
         numbered.shape = old.shape
-        converter = self.interpreter.registry.get(node.target)
-        args = list(self.interpreter._lookup(node.args, self))
+        args = list(self.interpreter.lookup(node.args, self))
         args[alias_of(node.target)[0]] = numbered
-        kwargs = self.interpreter._lookup(node.kwargs, self)
-        positions = converter(NodeContext(self.interpreter, node), *args, **kwargs)
+        positions = self.interpreter.convert(node, args, self.interpreter.lookup(node.kwargs, self))
         if item is not None:
             positions = positions[item]
         flat = ctx.const([-1], INT64)
@@ -359,14 +400,6 @@ class AliasEnv(dict):
     def _arg(self, arg: Any) -> Any:
         """A size argument: a Python int, or the value of the FX node computing it."""
         return self[arg] if isinstance(arg, torch.fx.Node) else arg
-
-
-def _static(d: Any) -> int | None:
-    if isinstance(d, int):
-        return d
-    if isinstance(d, torch.SymInt) and d.node.expr.is_number:
-        return int(d.node.expr)
-    return None
 
 
 def _args(node: torch.fx.Node, *spec: tuple[str, Any]) -> list[Any]:

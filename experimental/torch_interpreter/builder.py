@@ -76,6 +76,8 @@ class GraphBuilder:
         self.outputs: list[ir.Value] = []
         self.initializers: list[ir.Value] = []
         self.extra_opsets: dict[str, int] = {}
+        #: per-graph dictionaries of the converters (NodeContext.memo)
+        self.memo: dict[str, dict] = {}
         self._constants: dict[tuple, ir.Value] = {}
         self._node_ids: set[int] = set()
         self._prefix = "node"

@@ -9,7 +9,7 @@ import onnx_ir as ir
 import torch
 import torch.fx
 
-from .dtypes import onnx_dtype
+from .dtypes import value_type
 
 if TYPE_CHECKING:
     from .interpreter import Interpreter
@@ -22,27 +22,48 @@ class NodeContext:
     FakeTensor PyTorch computed for the node's output, ``ctx.out_dtype`` its ONNX element type.
     """
 
-    def __init__(self, interpreter: Interpreter, node: torch.fx.Node):
-        self.interpreter = interpreter
-        self.g = interpreter.builder
+    def __init__(self, interpreter: Interpreter, node: torch.fx.Node, key: str):
+        self._interpreter = interpreter
+        self._g = interpreter.builder
         self.node = node
+        #: the registry key the converter was called for (``aten::ones.default``): converters registered
+        #: under several keys tell the variants apart by it
+        self.key = key
+
+    @property
+    def op_name(self) -> str:
+        """The op of :attr:`key` without namespace and overload: ``ones`` for ``aten::ones.default``."""
+        return self.key.partition("::")[2].partition(".")[0]
 
     # -- building ------------------------------------------------------------------------------------
     def op(self, op_type: str, *inputs: ir.Value | None, **kwargs: Any) -> Any:
-        return self.g.op(op_type, *inputs, **kwargs)
+        return self._g.op(op_type, *inputs, **kwargs)
 
     def const(self, value: Any, dtype: ir.DataType | None = None) -> ir.Value:
-        return self.g.const(value, dtype)
+        return self._g.const(value, dtype)
+
+    def initializer(self, name: str, tensor: torch.Tensor) -> ir.Value:
+        """A new initializer of the graph being built (made once per graph: see :meth:`memo`)."""
+        return self._g.initializer(name, tensor)
+
+    def rename(self, value: ir.Value, name: str) -> None:
+        """Gives ``value`` the name ``name`` (made unique in the model)."""
+        self._g.rename(value, name)
+
+    def memo(self, namespace: str) -> dict[Any, Any]:
+        """A dictionary kept for the graph being built, shared by every converter that asks for the same
+        ``namespace`` (e.g. weights reordered once and read by several nodes)."""
+        return self._g.memo.setdefault(namespace, {})
 
     @property
     def opset(self) -> int:
-        return self.g.opset
+        return self._g.opset
 
     def mutate(self, index: int, value: ir.Value) -> None:
         """Tells the interpreter that the node wrote ``value`` into its argument ``index``: every alias of
         that argument reads the new value from now on. An op returning the argument it mutates
         (``add_(Tensor(a!) self) -> Tensor(a!)``) need not call it: its result is written back."""
-        aliases = self.interpreter.aliases
+        aliases = self._interpreter.aliases
         if aliases is None:
             raise ValueError(f"{self.node.target} mutates its argument {index} but its schema says it does not")
         aliases.mutate(self.node.args[index], value, self.node)
@@ -58,14 +79,9 @@ class NodeContext:
         val = self.val
         if isinstance(val, (tuple, list)):
             val = next(v for v in val if isinstance(v, torch.Tensor))
-        if isinstance(val, torch.Tensor):
-            return onnx_dtype(val.dtype)
-        if isinstance(val, (torch.SymInt, int)):
-            return ir.DataType.INT64
-        if isinstance(val, (torch.SymFloat, float)):
-            return ir.DataType.FLOAT
-        if isinstance(val, (torch.SymBool, bool)):
-            return ir.DataType.BOOL
+        dtype = value_type(val)
+        if dtype is not None:
+            return dtype
         raise TypeError(f"node {self.node.name} has no tensor output (meta val {val!r})")
 
     @property
@@ -79,7 +95,7 @@ class NodeContext:
 
     def onnx_shape(self, val: torch.Tensor | None = None) -> list[int | str]:
         """The ONNX shape of ``val`` (default: the node's output), with user names for dynamic dims."""
-        return self.interpreter.onnx_shape(self.val if val is None else val)
+        return self._interpreter.onnx_shape(self.val if val is None else val)
 
     # -- helpers used by many converters ---------------------------------------------------------------
     def cast(self, x: ir.Value, dtype: ir.DataType) -> ir.Value:
@@ -118,7 +134,7 @@ class NodeContext:
 
     def subgraph(self, module: torch.fx.GraphModule, inputs: Sequence[Any]) -> list[Any]:
         """Translates ``module``'s graph inline, its placeholders bound to ``inputs``; returns its outputs."""
-        return self.interpreter.inline(module, inputs)
+        return self._interpreter.inline(module, inputs)
 
     def translate_subgraph(self, module: torch.fx.GraphModule, inputs: Sequence[Any], name: str) -> ir.Graph:
         """Translates ``module`` into an ONNX subgraph (a body of If, Loop, Scan), by the same converters.
@@ -128,4 +144,49 @@ class NodeContext:
         a Python value) binds the placeholder to it, read from the outer scope without copy. The
         subgraph's outputs are the module's outputs, typed from their ``meta['val']``.
         """
-        return self.interpreter.translate_subgraph(module, inputs, name)
+        return self._interpreter.translate_subgraph(module, inputs, name)
+
+    def new_subgraph(self) -> SubgraphBuilder:
+        """An empty ONNX subgraph to fill by hand (a Loop body whose inputs are not the module's)."""
+        return SubgraphBuilder(self._interpreter.child())
+
+    @staticmethod
+    def output_vals(module: torch.fx.GraphModule) -> list[Any]:
+        """``meta['val']`` of each (flattened) output of ``module``, or the Python value it returns."""
+        from .interpreter import output_vals
+
+        return output_vals(module)
+
+
+class SubgraphBuilder:
+    """A subgraph (body of If, Loop, Scan) being built: inputs, inlined FX modules, outputs.
+
+    Made by :meth:`NodeContext.new_subgraph`; :meth:`graph` returns the finished ``ir.Graph``.
+    """
+
+    def __init__(self, interpreter: Interpreter):
+        self._interpreter = interpreter
+
+    def input(self, name: str, dtype: ir.DataType, shape: Sequence[int | str | None] | None) -> ir.Value:
+        return self._interpreter.builder.input(name, dtype, shape)
+
+    def input_like(self, name: str, val: Any) -> ir.Value:
+        """A new input typed and shaped like ``val`` (a FakeTensor, SymInt or SymBool)."""
+        return self._interpreter.subgraph_input(name, val)
+
+    def inline(self, module: torch.fx.GraphModule, inputs: Sequence[Any]) -> list[Any]:
+        """Translates ``module`` into this subgraph, its placeholders bound to ``inputs``."""
+        return self._interpreter.inline(module, inputs)
+
+    def op(self, op_type: str, *inputs: ir.Value | None, **kwargs: Any) -> Any:
+        return self._interpreter.builder.op(op_type, *inputs, **kwargs)
+
+    def const(self, value: Any, dtype: ir.DataType | None = None) -> ir.Value:
+        return self._interpreter.builder.const(value, dtype)
+
+    def outputs(self, values: Sequence[Any], vals: Sequence[Any]) -> None:
+        """Marks ``values`` as the subgraph's outputs, typed from ``vals`` (``meta['val']``)."""
+        self._interpreter.subgraph_outputs(values, vals)
+
+    def graph(self, name: str) -> ir.Graph:
+        return self._interpreter.to_subgraph(name)

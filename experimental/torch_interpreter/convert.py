@@ -10,17 +10,23 @@ from typing import Any
 
 import onnx
 import onnx_ir as ir
-from onnx_ir.passes.common import RemoveUnusedNodesPass
 import torch
+from onnx_ir.passes.common import RemoveUnusedNodesPass
 from torch.export.graph_signature import InputKind, OutputKind
 
-from . import capture, dynamic_shapes as ds
+from . import capture
+from . import dynamic_shapes as ds
 from .builder import GraphBuilder
-from .dtypes import onnx_dtype
-from .errors import ConversionError, DynamicShapeError, InputMismatchError, InvalidModelError
+from .dtypes import value_type
+from .errors import (
+    ConversionError,
+    DynamicShapeError,
+    InputMismatchError,
+    InvalidModelError,
+)
 from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .logs import verbosity
-from .python_op import capture_autograd_functions
+from .python_op.capture import capture_autograd_functions
 from .registry import Registry, default_registry
 from .saving import save
 
@@ -98,12 +104,13 @@ def to_onnx(
             ep, names = model, {}
         elif isinstance(model, torch.nn.Module):
             args, kwargs = _normalize_inputs(args, kwargs)
-            bound = ds.bind_inputs(model.forward, args, kwargs)
-            spec = ds.normalize(bound, args, kwargs, dynamic_shapes)
-            # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
-            with capture_autograd_functions(autograd_functions, training=model.training, strict=strict):
-                ep = capture.export(model, args, kwargs, spec.torch_spec, strict, spec.describe())
-            names = ds.symbol_names(ep, spec, args, kwargs)
+            with capture.keywords_as_parameters(model, kwargs):
+                bound = ds.bind_inputs(model.forward, args, kwargs)
+                spec = ds.normalize(bound, args, kwargs, dynamic_shapes)
+                # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
+                with capture_autograd_functions(autograd_functions, training=model.training, strict=strict):
+                    ep = capture.export(model, args, kwargs, spec.torch_spec, strict, spec.describe())
+                names = ds.symbol_names(ep, spec, args, kwargs)
         else:
             raise InvalidModelError(
                 f"to_onnx expects a torch.nn.Module or a torch.export.ExportedProgram, not "
@@ -161,7 +168,7 @@ def _placeholder_value(ep, builder, interpreter, node, spec, name: str) -> Any:
     val = node.meta.get("val")
     if spec.kind == InputKind.USER_INPUT:
         if isinstance(val, torch.Tensor):
-            return builder.input(name, onnx_dtype(val.dtype), interpreter.onnx_shape(val))
+            return builder.input(name, value_type(val), interpreter.onnx_shape(val))
         if isinstance(val, torch.SymInt):
             return builder.input(name, ir.DataType.INT64, [])
         return getattr(spec.arg, "value", val)  # a Python constant, specialized by torch.export
@@ -181,7 +188,8 @@ def _input_names(ep: torch.export.ExportedProgram) -> list[str | None]:
 
 def _output_names(ep: torch.export.ExportedProgram, count: int) -> list[str]:
     """``logits``, ``output_0``, ``present.0.key``: names from the output's pytree structure; a cache
-    returned as ``past_key_values`` is named ``present``, as ONNX LLM runtimes expect."""
+    returned as ``past_key_values`` (``cache`` from transformers 5.2x) is named ``present``, as ONNX LLM runtimes
+    expect."""
     spec = ep.call_spec.out_spec
     paths = list(_spec_paths(spec, [])) if spec is not None else []
     if len(paths) != count:
@@ -193,7 +201,7 @@ def _output_names(ep: torch.export.ExportedProgram, count: int) -> list[str]:
         elif isinstance(path[0], int):
             names.append(".".join(["output_" + str(path[0])] + [str(p) for p in path[1:]]))
         else:
-            head = "present" if path[0] == "past_key_values" and len(path) > 1 else str(path[0])
+            head = "present" if path[0] in ("past_key_values", "cache") and len(path) > 1 else str(path[0])
             names.append(".".join([head] + [str(p) for p in path[1:]]))
     return names
 

@@ -53,3 +53,21 @@ def torch_dtype(dtype: ir.DataType) -> torch.dtype:
         return _ONNX_TO_TORCH[dtype]
     except KeyError:
         raise TypeError(f"ONNX type {dtype} has no torch equivalent") from None
+
+
+def value_type(val: object) -> ir.DataType | None:
+    """ONNX element type of what PyTorch computed for an FX value (``node.meta["val"]``): a (Fake)Tensor's
+    dtype, BOOL for a (Sym)bool, INT64 for a (Sym)int, FLOAT for a (Sym)float; None for anything else.
+
+    >>> value_type(torch.zeros(2, dtype=torch.bfloat16)).name, value_type(3).name, value_type(True).name
+    ('BFLOAT16', 'INT64', 'BOOL')
+    """
+    if isinstance(val, torch.Tensor):
+        return onnx_dtype(val.dtype)
+    if isinstance(val, (torch.SymBool, bool)):
+        return ir.DataType.BOOL
+    if isinstance(val, (torch.SymInt, int)):
+        return ir.DataType.INT64
+    if isinstance(val, (torch.SymFloat, float)):
+        return ir.DataType.FLOAT
+    return None

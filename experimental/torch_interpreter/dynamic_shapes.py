@@ -264,3 +264,16 @@ def onnx_dim(dim: Any, names: Mapping[str, str]) -> int | str:
             return names.get(str(expr), str(expr))
         return str(expr.xreplace({s: sympy.Symbol(names.get(str(s), str(s))) for s in expr.free_symbols}))
     return str(dim)
+
+
+def static_dim(d: Any) -> int | None:
+    """``d`` (an int or a SymInt) as an int when it is known at export time, else None.
+
+    >>> static_dim(3), static_dim(None)
+    (3, None)
+    """
+    if isinstance(d, int):
+        return d
+    if isinstance(d, torch.SymInt) and d.node.expr.is_number:
+        return int(d.node.expr)
+    return None

@@ -14,7 +14,7 @@ import torch.fx
 from .aliasing import AliasEnv
 from .builder import GraphBuilder
 from .context import NodeContext
-from .dtypes import onnx_dtype
+from .dtypes import value_type
 from .dynamic_shapes import onnx_dim
 from .errors import ConversionError, TorchInterpreterError, UnsupportedOpError
 from .provenance import describe, node_metadata, source_line
@@ -81,7 +81,7 @@ class Interpreter:
                     if node not in env:
                         raise ConversionError(f"placeholder {node.name!r} has no value")
                 elif node.op == "output":
-                    return list(_flatten(self._lookup(node.args[0], env)))
+                    return list(_flatten(self.lookup(node.args[0], env)))
                 elif node.op == "get_attr":
                     env[node] = self.get_attr(node)
                 elif node.op == "call_function":
@@ -112,23 +112,22 @@ class Interpreter:
 
     def subgraph_input(self, name: str, val: Any) -> ir.Value:
         """A new input of this interpreter's graph, typed and shaped like ``val`` (a FakeTensor or SymInt)."""
+        dtype = value_type(val)
         if isinstance(val, torch.Tensor):
-            return self.builder.input(name, onnx_dtype(val.dtype), self.onnx_shape(val))
-        if isinstance(val, (torch.SymInt, int)):
-            return self.builder.input(name, ir.DataType.INT64, [])
-        if isinstance(val, (torch.SymBool, bool)):
-            return self.builder.input(name, ir.DataType.BOOL, [])
+            return self.builder.input(name, dtype, self.onnx_shape(val))
+        if isinstance(val, (torch.SymInt, torch.SymBool, int, bool)):
+            return self.builder.input(name, dtype, [])
         raise ConversionError(f"a subgraph input cannot be a {type(val).__name__} ({val!r})")
 
     def subgraph_outputs(self, outputs: Sequence[Any], vals: Sequence[Any]) -> None:
         """Marks ``outputs`` as the outputs of this interpreter's graph, typed from ``vals`` (meta['val'])."""
         for value, val in zip(outputs, vals):
             if not isinstance(value, ir.Value):  # a static size or a Python constant
-                value = self.builder.const(value, _PYTHON_DTYPES.get(type(value)))
+                value = self.builder.const(value, value_type(value))
             self.builder.output(value)
             out = self.builder.outputs[-1]
             if isinstance(val, torch.Tensor):
-                out.dtype = onnx_dtype(val.dtype)
+                out.dtype = value_type(val)
                 if out.shape is None:
                     out.shape = ir.Shape(self.onnx_shape(val))
             elif out.shape is None:
@@ -162,16 +161,24 @@ class Interpreter:
         return attr  # submodules are handed to the converters of higher-order ops
 
     def call_function(self, node: torch.fx.Node, env: Mapping[torch.fx.Node, Any]) -> Any:
-        converter = self.registry.get(node.target)
-        if converter is None:
-            raise_if_missing({target_key(node.target): [(node.name, source_line(node))]})
-        args = self._lookup(node.args, env)
-        kwargs = self._lookup(node.kwargs, env)
         start = len(self.builder.nodes)
-        ctx = NodeContext(self, node)
+        with self.builder.scope(node.name, node_metadata(node)):
+            result = self.convert(node, self.lookup(node.args, env), self.lookup(node.kwargs, env))
+        created = {id(n) for n in self.builder.nodes[start:]}
+        self._annotate(node, result, node.meta.get("val"), created, node.name)
+        logger.debug("%s -> %d ONNX node(s)", node.name, len(created))
+        return result
+
+    def convert(self, node: torch.fx.Node, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Calls the converter of ``node`` on ``args`` and ``kwargs`` (values, not FX nodes) and returns
+        what it returns; any failure becomes a :class:`ConversionError` naming the node. Every converter
+        call goes through here, also the ones alias tracking makes on other arguments (aliasing.py)."""
+        key = target_key(node.target)
+        converter = self.registry.get(key)
+        if converter is None:
+            raise_if_missing({key: [(node.name, source_line(node))]})
         try:
-            with self.builder.scope(node.name, node_metadata(node)):
-                result = converter(ctx, *args, **kwargs)
+            return converter(NodeContext(self, node, key), *args, **kwargs)
         except TorchInterpreterError:
             raise
         except Exception as e:
@@ -180,19 +187,17 @@ class Interpreter:
                 f"The converter is {converter.__module__}.{converter.__qualname__}; "
                 "the node's inputs were " + _describe_inputs(node)
             ) from e
-        created = {id(n) for n in self.builder.nodes[start:]}
-        self._annotate(node, result, node.meta.get("val"), created, node.name)
-        logger.debug("%s -> %d ONNX node(s)", node.name, len(created))
-        return result
 
     # -- helpers ---------------------------------------------------------------------------------------
-    def _lookup(self, arg: Any, env: Mapping[torch.fx.Node, Any]) -> Any:
+    def lookup(self, arg: Any, env: Mapping[torch.fx.Node, Any]) -> Any:
+        """``arg`` (an FX argument: a node, a Python value, lists and dicts of them) with every FX node
+        replaced by its value in ``env``."""
         if isinstance(arg, torch.fx.Node):
             return env[arg]
         if isinstance(arg, (list, tuple)):
-            return type(arg)(self._lookup(a, env) for a in arg)
+            return type(arg)(self.lookup(a, env) for a in arg)
         if isinstance(arg, dict):
-            return {k: self._lookup(v, env) for k, v in arg.items()}
+            return {k: self.lookup(v, env) for k, v in arg.items()}
         return arg
 
     def _annotate(self, node: torch.fx.Node, result: Any, val: Any, created: set[int], name: str) -> None:
@@ -209,14 +214,12 @@ class Interpreter:
             return
         if not isinstance(result, ir.Value):
             return  # Python value: a static size or a constant
-        if isinstance(val, torch.Tensor):
-            expected, shape = onnx_dtype(val.dtype), self.onnx_shape(val)
-        elif isinstance(val, (torch.SymInt, int)):
-            expected, shape = ir.DataType.INT64, None
-        elif isinstance(val, (torch.SymBool, bool)):
-            expected, shape = ir.DataType.BOOL, None
-        else:
+        if isinstance(val, (torch.SymFloat, float)):
             return
+        expected = value_type(val)
+        if expected is None:
+            return
+        shape = self.onnx_shape(val) if isinstance(val, torch.Tensor) else None
         if result.dtype is not None and result.dtype != expected:
             raise ConversionError(
                 f"the converter of {describe(node)} produced {result.dtype.name} but PyTorch computes "
@@ -231,9 +234,6 @@ class Interpreter:
                 result.shape = ir.Shape([])
             self.builder.rename(result, name)
             self._named.add(id(result))
-
-
-_PYTHON_DTYPES = {bool: ir.DataType.BOOL, int: ir.DataType.INT64, float: ir.DataType.FLOAT}
 
 
 def output_vals(module: torch.fx.GraphModule) -> list[Any]:

@@ -28,8 +28,9 @@ import torch
 
 from .dtypes import onnx_dtype
 from .errors import RuntimeFeedError
-from .python_op import DOMAIN, OP_TYPE, decode_constants, resolve_function
 from .python_op import table
+from .python_op.attributes import DOMAIN, OP_TYPE, decode_constants
+from .python_op.table import resolve_function
 
 logger = logging.getLogger(__name__)
 

@@ -1,29 +1,40 @@
-"""Converters, one module per op family. Importing this package registers them all."""
+"""Converters, one module per op family (see ``_doc/design.rst`` for the rule that cuts them).
+Importing this package registers them all.
+"""
 
 from . import (  # noqa: F401
     activation,
     attention,
     comparison,
+    concat_split,
     control_flow,
-    conv_pool,
+    convolution,
     creation,
+    cumulative,
+    diagonals,
     elementwise,
     fft,
     higher_order,
     indexing,
     inplace,
     linalg,
+    logical,
     loss,
-    nn_extra,
     normalization,
+    padding_windows,
     passthrough,
+    pooling,
     python_op,
     random,
     reduction,
+    reorder,
     rnn,
-    shape,
-    shape_extra,
+    sampling,
     sort,
     special,
     symbolic,
+    views,
 )
+
+# last, once every functional converter is registered: their in-place twins (add_ from add...)
+INPLACE_KEYS = inplace.register_inplace()

@@ -14,7 +14,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._helpers import INT64, kernel_op, opmath_dtype
+from ._common import INT64, kernel_op, opmath_dtype
 
 Scalar = Any  # a Python number
 

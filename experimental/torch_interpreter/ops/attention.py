@@ -15,7 +15,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ..context import NodeContext
 from ..registry import register
-from ._helpers import BOOL, FLOAT, INT64
+from ._common import BOOL, FLOAT, INT64, dim_of
 
 _ATTENTION_DTYPES = frozenset({FLOAT, ir.DataType.FLOAT16, ir.DataType.DOUBLE})
 
@@ -31,14 +31,6 @@ def _same(a: Any, b: Any) -> bool:
     return statically_known_true(a == b)
 
 
-def _dim(ctx: NodeContext, x: ir.Value, size: Any, axis: int) -> int | ir.Value:
-    """Size ``axis`` of ``x``: a Python int when static, else a 0-D INT64 value."""
-    if isinstance(size, int):
-        return size
-    shape = ctx.op("Shape", x, start=axis, end=axis + 1)
-    return ctx.op("Squeeze", shape, ctx.const([0], INT64))
-
-
 def _arange(ctx: NodeContext, n: int | ir.Value) -> ir.Value:
     if isinstance(n, int):
         return ctx.const(np.arange(n, dtype=np.int64))
@@ -51,15 +43,15 @@ def _repeat_heads(ctx: NodeContext, x: ir.Value, xv: Any, qv: Any, q: ir.Value) 
     hq, hx = qv.shape[-3], xv.shape[-3]
     if _same(hq, hx):
         return x
-    hq_ = _dim(ctx, q, hq, qv.dim() - 3)
-    hx_ = _dim(ctx, x, hx, r - 3)
+    hq_ = dim_of(ctx, q, qv.dim() - 3, hq)
+    hx_ = dim_of(ctx, x, r - 3, hx)
     if isinstance(hq_, int) and isinstance(hx_, int):
         groups: int | ir.Value = hq_ // hx_
     else:
         groups = ctx.op("Div", ctx.operand(hq_, INT64), ctx.operand(hx_, INT64))
     x = ctx.op("Unsqueeze", x, ctx.const([r - 2], INT64))
     x = ctx.op("Expand", x, ctx.int64s([1] * (r - 2) + [groups, 1, 1]))
-    last = _dim(ctx, x, xv.shape[-1], r)
+    last = dim_of(ctx, x, r, xv.shape[-1])
     return ctx.op("Reshape", x, ctx.int64s([0] * (r - 3) + [hq_, -1, last]))
 
 
@@ -83,7 +75,7 @@ def _decomposed(
     elif isinstance(qv.shape[-1], int):
         factor = ctx.const(qv.shape[-1] ** -0.25, dtype)
     else:  # dynamic head size: E ** -0.25
-        e = ctx.cast(_dim(ctx, q, qv.shape[-1], r - 1), dtype)
+        e = ctx.cast(dim_of(ctx, q, r - 1, qv.shape[-1]), dtype)
         factor = ctx.op("Pow", e, ctx.const(-0.25, dtype))
     q = ctx.op("Mul", q, factor)
     k = ctx.op("Mul", k, factor)
@@ -94,8 +86,8 @@ def _decomposed(
     perm[-2], perm[-1] = perm[-1], perm[-2]
     scores = ctx.op("MatMul", q, ctx.op("Transpose", k, perm=perm))
     if is_causal:  # torch.ones(L, S).tril(): top-left aligned
-        rows = _arange(ctx, _dim(ctx, q, qv.shape[-2], r - 2))
-        cols = _arange(ctx, _dim(ctx, k, kv.shape[-2], kv.dim() - 2))
+        rows = _arange(ctx, dim_of(ctx, q, r - 2, qv.shape[-2]))
+        cols = _arange(ctx, dim_of(ctx, k, kv.dim() - 2, kv.shape[-2]))
         keep = ctx.op("LessOrEqual", cols, ctx.op("Unsqueeze", rows, ctx.const([1], INT64)))
         scores = ctx.op("Where", keep, scores, ctx.const(-math.inf, dtype))
     if bias is not None:
@@ -161,7 +153,7 @@ def aten_scaled_dot_product_attention(
             mask = attn_mask if attn_mask.dtype == BOOL else ctx.cast(attn_mask, dtype)
             if not (_same(mv.shape[-2], qv.shape[-2]) and _same(mv.shape[-1], kv.shape[-2])):
                 # ONNX pads a short last dimension with -inf where PyTorch broadcasts it.
-                lengths = ctx.int64s([_dim(ctx, q, qv.shape[-2], 2), _dim(ctx, k, kv.shape[-2], 2)])
+                lengths = ctx.int64s([dim_of(ctx, q, 2, qv.shape[-2]), dim_of(ctx, k, 2, kv.shape[-2])])
                 mask = ctx.op("Expand", mask, lengths)
         out = ctx.op("Attention", q, k, v, mask, is_causal=int(is_causal), scale=scale)
     else:

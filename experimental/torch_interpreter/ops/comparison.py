@@ -13,7 +13,7 @@ import onnx_ir as ir
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
-from ._helpers import FLOAT, kernel_op, opmath_dtype, promoted_dtype
+from ._common import FLOAT, kernel_op, opmath_dtype, promoted_dtype
 
 Scalar = Any  # an ir.Value or a Python number
 

@@ -14,9 +14,8 @@ import onnx_ir as ir
 import torch
 
 from ..context import NodeContext
-from ..interpreter import output_vals
 from ..registry import register
-from ._helpers import BOOL, INT64
+from ._common import BOOL, INT64
 
 
 def _graph_name(ctx: NodeContext, index: int) -> str:
@@ -69,17 +68,17 @@ def higher_order_while_loop(
     iteration of the body."""
     carried, extra = _tensors(ctx, carried_inputs), list(additional_inputs)
     first = ctx.operand(ctx.subgraph(cond_fn, carried + extra)[0], BOOL)
-    sub = ctx.interpreter.child()
-    sub.builder.input("iteration_num", INT64, [])
-    sub.builder.input("cond_in", BOOL, [])
+    sub = ctx.new_subgraph()
+    sub.input("iteration_num", INT64, [])
+    sub.input("cond_in", BOOL, [])
     placeholders = [n for n in body_fn.graph.nodes if n.op == "placeholder"]
-    inputs = [sub.subgraph_input(n.name, n.meta.get("val")) for n in placeholders[: len(carried)]]
+    inputs = [sub.input_like(n.name, n.meta.get("val")) for n in placeholders[: len(carried)]]
     outputs = sub.inline(body_fn, inputs + extra)
     keep = sub.inline(cond_fn, outputs + extra)[0]
     if not isinstance(keep, ir.Value) or keep.dtype != BOOL:
-        keep = sub.builder.op("Cast", keep if isinstance(keep, ir.Value) else sub.builder.const(keep), to=BOOL)
-    sub.subgraph_outputs([keep, *outputs], [True, *output_vals(body_fn)])
-    body = sub.to_subgraph(_graph_name(ctx, 1))
+        keep = sub.op("Cast", keep if isinstance(keep, ir.Value) else sub.const(keep), to=BOOL)
+    sub.outputs([keep, *outputs], [True, *ctx.output_vals(body_fn)])
+    body = sub.graph(_graph_name(ctx, 1))
     return _run(ctx, "Loop", [None, first, *carried], body, body=body)
 
 

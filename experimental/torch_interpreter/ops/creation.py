@@ -18,17 +18,24 @@ import torch
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES, torch_dtype
 from ..registry import register
-from ._helpers import FLOAT, INT64, opmath_dtype, widen
-from .shape import concat_shape, static_shape
-
-DOUBLE = ir.DataType.DOUBLE
+from ._common import (
+    DOUBLE,
+    FLOAT,
+    INT64,
+    concat_shape,
+    kernel_dtype,
+    linspace_values,
+    opmath_dtype,
+    static_shape,
+    widen,
+)
 
 
 def _fill(ctx: NodeContext, shape: ir.Value, value: Any) -> ir.Value:
     """A tensor of shape ``shape`` (1-D INT64) filled with ``value`` (Python scalar or 0-D value)."""
     dtype = ctx.out_dtype
     if isinstance(value, ir.Value):
-        return ctx.cast(ctx.op("Expand", widen(ctx, ctx.cast(value, dtype), (ir.DataType.BFLOAT16,)), shape), dtype)
+        return ctx.cast(ctx.op("Expand", widen(ctx, ctx.cast(value, dtype), "Expand"), shape), dtype)
     # ConstantOfShape takes bfloat16 from opset 20
     compute = FLOAT if dtype == ir.DataType.BFLOAT16 and ctx.opset < 20 else dtype
     arr = np.array([value]).astype(compute.numpy())
@@ -68,7 +75,7 @@ def aten_zeros(ctx: NodeContext, size: Sequence[int | ir.Value], **options: Any)
     """zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None,
     bool? pin_memory=None) -> Tensor (ones: filled with 1, empty: with 0)"""
     _check_options(options)
-    return _fill(ctx, _size(ctx, size), 1 if ctx.node.target._opname == "ones" else 0)
+    return _fill(ctx, _size(ctx, size), 1 if ctx.op_name == "ones" else 0)
 
 
 @register("aten::empty_strided.default")
@@ -93,7 +100,7 @@ def aten_zeros_like(ctx: NodeContext, self: ir.Value, **options: Any) -> ir.Valu
     """zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None,
     bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
     _check_options(options)
-    return _fill(ctx, _like(ctx, self), 1 if ctx.node.target._opname == "ones_like" else 0)
+    return _fill(ctx, _like(ctx, self), 1 if ctx.op_name == "ones_like" else 0)
 
 
 @register("aten::new_full.default")
@@ -111,7 +118,7 @@ def aten_new_zeros(ctx: NodeContext, self: ir.Value, size: Sequence[int | ir.Val
     """new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None,
     Device? device=None, bool? pin_memory=None) -> Tensor"""
     _check_options(options)
-    return _fill(ctx, _size(ctx, size), 1 if ctx.node.target._opname == "new_ones" else 0)
+    return _fill(ctx, _size(ctx, size), 1 if ctx.op_name == "new_ones" else 0)
 
 
 @register("aten::new_empty_strided.default")
@@ -166,32 +173,7 @@ def aten_linspace(ctx: NodeContext, start: Any, end: Any, steps: int | ir.Value,
     dtype = ctx.out_dtype
     if not any(isinstance(b, ir.Value) for b in (start, end, steps)):
         return ctx.const(torch.linspace(start, end, steps, dtype=torch_dtype(dtype)), dtype)
-    return ctx.cast(_linspace(ctx, start, end, steps, dtype if dtype not in FLOAT_TYPES else None), dtype)
-
-
-def _linspace(
-    ctx: NodeContext, start: Any, end: Any, steps: int | ir.Value, like: ir.DataType | None = None
-) -> ir.Value:
-    """linspace in DOUBLE, as PyTorch computes it for the output type ``like``: integer types truncate the
-    bounds first, float16 and bfloat16 round the step and every partial result."""
-    start, end = (ctx.operand(b, DOUBLE) for b in (start, end))
-    if like is not None and like not in FLOAT_TYPES:
-        start, end = (ctx.cast(ctx.cast(b, INT64), DOUBLE) for b in (start, end))
-
-    def r(x: ir.Value) -> ir.Value:
-        if like in (ir.DataType.FLOAT16, ir.DataType.BFLOAT16):
-            return ctx.cast(ctx.cast(x, like), DOUBLE)
-        return x
-
-    start, end = r(start), r(end)
-    n = ctx.operand(steps, DOUBLE)
-    one = ctx.const(1.0, DOUBLE)
-    step = r(ctx.op("Div", ctx.op("Sub", end, start), ctx.op("Max", ctx.op("Sub", n, one), one)))
-    i = ctx.op("Range", ctx.const(0.0, DOUBLE), n, one)
-    low = r(ctx.op("Add", start, r(ctx.op("Mul", i, step))))
-    high = r(ctx.op("Sub", end, r(ctx.op("Mul", ctx.op("Sub", ctx.op("Sub", n, one), i), step))))
-    first_half = ctx.op("Less", i, ctx.op("Div", n, ctx.const(2.0, DOUBLE)))
-    return ctx.op("Where", first_half, low, high)
+    return ctx.cast(linspace_values(ctx, start, end, steps, dtype if dtype not in FLOAT_TYPES else None), dtype)
 
 
 @register("aten::logspace.default", "aten::logspace.Tensor_Tensor", "aten::logspace.Tensor_Scalar", "aten::logspace.Scalar_Tensor")
@@ -203,24 +185,9 @@ def aten_logspace(
     dtype = ctx.out_dtype
     if not any(isinstance(b, ir.Value) for b in (start, end, steps)):
         return ctx.const(torch.logspace(start, end, steps, base, dtype=torch_dtype(dtype)), dtype)
-    exponents = _linspace(ctx, start, end, steps, dtype)
+    exponents = linspace_values(ctx, start, end, steps, dtype)
     c = DOUBLE if dtype not in FLOAT_TYPES else opmath_dtype(dtype)  # float32 for float16/bfloat16, as PyTorch
     return ctx.cast(ctx.op("Pow", ctx.const(float(base), c), ctx.cast(exponents, c)), dtype)
-
-
-# -- matrices ---------------------------------------------------------------------------------------------
-_TRILU_MISSING = (ir.DataType.UINT8, ir.DataType.INT8, ir.DataType.INT16, ir.DataType.UINT16, ir.DataType.BFLOAT16)
-
-
-@register("aten::triu.default", "aten::tril.default")
-def aten_triu(ctx: NodeContext, self: ir.Value, diagonal: int | ir.Value = 0) -> ir.Value:
-    """triu(Tensor self, int diagonal=0) -> Tensor (tril: lower part)"""
-    upper = 1 if ctx.node.target._opname == "triu" else 0
-    x = widen(ctx, self, _TRILU_MISSING)
-    return ctx.cast(ctx.op("Trilu", x, ctx.operand(diagonal, INT64), upper=upper), self.dtype)
-
-
-_EYE_MISSING = (ir.DataType.BOOL, *_TRILU_MISSING)
 
 
 @register("aten::eye.default", "aten::eye.m")
@@ -229,7 +196,7 @@ def aten_eye(ctx: NodeContext, n: int | ir.Value, m: int | ir.Value | None = Non
     _check_options(options)
     dtype = ctx.out_dtype
     shape = _size(ctx, [n, n if m is None else m])
-    compute = ir.DataType.FLOAT if dtype in _EYE_MISSING else dtype
+    compute = kernel_dtype("EyeLike", dtype)
     zeros = ctx.op("ConstantOfShape", shape, value=ir.tensor(np.zeros(1, dtype=compute.numpy()), dtype=compute))
     return ctx.cast(ctx.op("EyeLike", zeros), dtype)
 

@@ -1,8 +1,10 @@
-"""Elementwise arithmetic, math functions, rounding, clamping, bitwise and logical ops.
+"""Pointwise arithmetic and math: add/sub/mul/div/pow/remainder, lerp, addcmul, clamp, maximum/minimum,
+abs/sign, rounding, exp/log/trig and the other one-input functions.
 
 Operands are cast to the node's output dtype, which is PyTorch's type promotion. An op onnxruntime
 lacks for a type runs in a wider one (``kernel_op``); formulas of several nodes run in float32 for
-float16 and bfloat16, as PyTorch does on CPU.
+float16 and bfloat16, as PyTorch does on CPU. Bitwise and logical ops are in ``logical.py``, special
+functions (erfc, xlogy, ndtr, ...) in ``special.py``.
 """
 
 from __future__ import annotations
@@ -17,9 +19,15 @@ import onnx_ir as ir
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
-from ._helpers import BOOL, kernel_dtype, kernel_op, opmath_dtype
-
-Scalar = Any  # an ir.Value or a Python number
+from ._common import (
+    BOOL,
+    Scalar,
+    binary_formula,
+    float_formula,
+    kernel_dtype,
+    kernel_op,
+    opmath_dtype,
+)
 
 
 def _scaled(ctx: NodeContext, x: Scalar, alpha: Scalar, dtype: ir.DataType) -> Scalar:
@@ -29,9 +37,6 @@ def _scaled(ctx: NodeContext, x: Scalar, alpha: Scalar, dtype: ir.DataType) -> S
     if not isinstance(x, ir.Value) and not isinstance(alpha, ir.Value):
         return x * alpha
     return kernel_op(ctx, "Mul", x, alpha, dtype=dtype)
-
-
-# -- arithmetic -------------------------------------------------------------------------------------
 
 
 @register("aten::add.Tensor", "aten::add.Scalar")
@@ -238,8 +243,6 @@ def aten_lerp(ctx: NodeContext, self: ir.Value, end: ir.Value, weight: Scalar) -
     return ctx.cast(ctx.op("Where", small, low, high), dtype)
 
 
-# -- unary math ---------------------------------------------------------------------------------------
-
 #: aten op -> ONNX op, for the functions that are one ONNX op on the input cast to the output dtype
 #: (integers give floats).
 _UNARY = {
@@ -290,71 +293,68 @@ def aten_sign(ctx: NodeContext, self: ir.Value) -> ir.Value:
         return self
     if self.dtype not in FLOAT_TYPES:
         return ctx.op("Sign", self)
-    return _float_formula(
+    return float_formula(
         ctx, self, lambda x: ctx.op("Where", ctx.op("IsNaN", x), ctx.const(0, x.dtype), ctx.op("Sign", x))
     )
-
-
-def _float_formula(ctx: NodeContext, self: ir.Value, formula: Any) -> ir.Value:
-    """``formula(ctx, x)`` on the input cast to float32 (for float16/bfloat16) or the output dtype."""
-    dtype = ctx.out_dtype
-    return ctx.cast(formula(ctx.cast(self, opmath_dtype(dtype))), dtype)
 
 
 @register("aten::rsqrt.default")
 def aten_rsqrt(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """rsqrt(Tensor self) -> Tensor"""
-    return _float_formula(ctx, self, lambda x: ctx.op("Reciprocal", ctx.op("Sqrt", x)))
+    return float_formula(ctx, self, lambda x: ctx.op("Reciprocal", ctx.op("Sqrt", x)))
 
 
 @register("aten::log1p.default")
 def aten_log1p(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """log1p(Tensor self) -> Tensor"""
-    return _float_formula(ctx, self, lambda x: ctx.op("Log", ctx.op("Add", x, ctx.const(1, x.dtype))))
+    return float_formula(ctx, self, lambda x: ctx.op("Log", ctx.op("Add", x, ctx.const(1, x.dtype))))
 
 
 @register("aten::expm1.default")
 def aten_expm1(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """expm1(Tensor self) -> Tensor"""
-    return _float_formula(ctx, self, lambda x: ctx.op("Sub", ctx.op("Exp", x), ctx.const(1, x.dtype)))
+    return float_formula(ctx, self, lambda x: ctx.op("Sub", ctx.op("Exp", x), ctx.const(1, x.dtype)))
 
 
 @register("aten::log2.default")
 def aten_log2(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """log2(Tensor self) -> Tensor"""
-    return _float_formula(ctx, self, lambda x: ctx.op("Div", ctx.op("Log", x), ctx.const(math.log(2), x.dtype)))
+    return float_formula(ctx, self, lambda x: ctx.op("Div", ctx.op("Log", x), ctx.const(math.log(2), x.dtype)))
 
 
 @register("aten::log10.default")
 def aten_log10(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """log10(Tensor self) -> Tensor"""
-    return _float_formula(ctx, self, lambda x: ctx.op("Div", ctx.op("Log", x), ctx.const(math.log(10), x.dtype)))
+    return float_formula(ctx, self, lambda x: ctx.op("Div", ctx.op("Log", x), ctx.const(math.log(10), x.dtype)))
 
 
 @register("aten::exp2.default")
 def aten_exp2(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """exp2(Tensor self) -> Tensor"""
-    return _float_formula(ctx, self, lambda x: ctx.op("Pow", ctx.const(2, x.dtype), x))
+    return float_formula(ctx, self, lambda x: ctx.op("Pow", ctx.const(2, x.dtype), x))
 
 
 @register("aten::atan2.default")
 def aten_atan2(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
     """atan2(Tensor self, Tensor other) -> Tensor
 
-    ``atan(self / other)``, plus or minus pi where ``other < 0``, and 0 where both are 0.
+    ``atan(self / other)``, plus or minus pi where ``other``'s sign bit is set; signed zeros and infinities
+    as C's atan2: ``atan2(1, -0.0) = pi/2``, ``atan2(-0.0, -1) = -pi``, ``atan2(inf, inf) = pi/4``.
     """
     dtype = ctx.out_dtype
     c = opmath_dtype(dtype)
     y, x = ctx.cast(self, c), ctx.cast(other, c)
     zero, pi = ctx.const(0, c), ctx.const(math.pi, c)
+    y_neg, x_neg = _signbit(ctx, y), _signbit(ctx, x)
+    turn = ctx.op("Where", y_neg, ctx.op("Neg", pi), pi)
     angle = kernel_op(ctx, "Atan", ctx.op("Div", y, x), dtype=c)
-    turn = ctx.op("Where", ctx.op("Less", y, zero), ctx.op("Neg", pi), pi)
-    angle = ctx.op("Add", angle, ctx.op("Where", ctx.op("Less", x, zero), turn, zero))
+    angle = ctx.op("Add", angle, ctx.op("Where", x_neg, turn, zero))
+    # both zero: +-0 or +-pi; both infinite: +-pi/4 or +-3pi/4
     origin = ctx.op("And", ctx.op("Equal", x, zero), ctx.op("Equal", y, zero))
-    return ctx.cast(ctx.op("Where", origin, zero, angle), dtype)
-
-
-# -- rounding -----------------------------------------------------------------------------------------
+    angle = ctx.op("Where", origin, ctx.op("Where", x_neg, turn, y), angle)
+    corners = ctx.op("And", ctx.op("IsInf", x), ctx.op("IsInf", y))
+    quarter = ctx.op("Mul", turn, ctx.op("Where", x_neg, ctx.const(0.75, c), ctx.const(0.25, c)))
+    return ctx.cast(ctx.op("Where", corners, quarter, angle), dtype)
 
 
 def _rounding(ctx: NodeContext, self: ir.Value, op_type: str) -> ir.Value:
@@ -392,7 +392,7 @@ def aten_round_decimals(ctx: NodeContext, self: ir.Value, *, decimals: int = 0) 
         ten = ctx.const(scale, x.dtype)
         return ctx.op(down, ctx.op("Round", ctx.op(up, x, ten)), ten)
 
-    return _float_formula(ctx, self, formula)
+    return float_formula(ctx, self, formula)
 
 
 @register("aten::trunc.default", "aten::fix.default")
@@ -400,10 +400,7 @@ def aten_trunc(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """trunc(Tensor self) -> Tensor"""
     if self.dtype not in FLOAT_TYPES:
         return self
-    return _float_formula(ctx, self, lambda x: _trunc(ctx, x))
-
-
-# -- clamping -----------------------------------------------------------------------------------------
+    return float_formula(ctx, self, lambda x: _trunc(ctx, x))
 
 
 def _is_scalar(x: Any) -> bool:
@@ -414,10 +411,11 @@ def _is_scalar(x: Any) -> bool:
 def aten_clamp(ctx: NodeContext, self: ir.Value, min: Scalar = None, max: Scalar = None) -> ir.Value:
     """clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
 
-    ONNX Clip for scalar bounds, Max then Min for tensor bounds (which broadcast).
+    ONNX Clip for scalar bounds of a float tensor, else Max then Min (tensor bounds broadcast).
     """
     dtype = ctx.out_dtype
-    if _is_scalar(min) and _is_scalar(max):
+    if _is_scalar(min) and _is_scalar(max) and dtype in FLOAT_TYPES:
+        # not for integers: onnxruntime's optimizer fuses Relu+Clip wrongly on integer tensors
         return kernel_op(ctx, "Clip", self, min, max, dtype=dtype)
     out = self
     if min is not None:
@@ -451,147 +449,22 @@ def aten_minimum(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
     return kernel_op(ctx, "Min", self, other, dtype=ctx.out_dtype)
 
 
-# -- bitwise and logical ------------------------------------------------------------------------------
-
-
-def _bitwise(ctx: NodeContext, bool_op: str, int_op: str, a: Scalar, b: Scalar) -> ir.Value:
-    dtype = ctx.out_dtype
-    op_type = bool_op if dtype == BOOL else int_op
-    return ctx.op(op_type, ctx.operand(a, dtype), ctx.operand(b, dtype))
-
-
-@register(
-    "aten::bitwise_and.Tensor",
-    "aten::bitwise_and.Scalar",
-    "aten::bitwise_and.Scalar_Tensor",
-    "aten::__and__.Tensor",
-    "aten::__and__.Scalar",
-)
-def aten_bitwise_and(ctx: NodeContext, self: Scalar, other: Scalar) -> ir.Value:
-    """bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor: And for bool, BitwiseAnd for integers."""
-    return _bitwise(ctx, "And", "BitwiseAnd", self, other)
-
-
-@register(
-    "aten::bitwise_or.Tensor",
-    "aten::bitwise_or.Scalar",
-    "aten::bitwise_or.Scalar_Tensor",
-    "aten::__or__.Tensor",
-    "aten::__or__.Scalar",
-)
-def aten_bitwise_or(ctx: NodeContext, self: Scalar, other: Scalar) -> ir.Value:
-    """bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor: Or for bool, BitwiseOr for integers."""
-    return _bitwise(ctx, "Or", "BitwiseOr", self, other)
-
-
-@register(
-    "aten::bitwise_xor.Tensor",
-    "aten::bitwise_xor.Scalar",
-    "aten::bitwise_xor.Scalar_Tensor",
-    "aten::__xor__.Tensor",
-    "aten::__xor__.Scalar",
-)
-def aten_bitwise_xor(ctx: NodeContext, self: Scalar, other: Scalar) -> ir.Value:
-    """bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor: Xor for bool, BitwiseXor for integers."""
-    return _bitwise(ctx, "Xor", "BitwiseXor", self, other)
-
-
-@register("aten::bitwise_not.default")
-def aten_bitwise_not(ctx: NodeContext, self: ir.Value) -> ir.Value:
-    """bitwise_not(Tensor self) -> Tensor: Not for bool, BitwiseNot for integers."""
-    return ctx.op("Not" if self.dtype == BOOL else "BitwiseNot", self)
-
-
-def _logical(ctx: NodeContext, op_type: str, a: ir.Value, b: ir.Value) -> ir.Value:
-    return ctx.cast(ctx.op(op_type, ctx.cast(a, BOOL), ctx.cast(b, BOOL)), ctx.out_dtype)
-
-
-@register("aten::logical_and.default")
-def aten_logical_and(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
-    """logical_and(Tensor self, Tensor other) -> Tensor"""
-    return _logical(ctx, "And", self, other)
-
-
-@register("aten::logical_or.default")
-def aten_logical_or(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
-    """logical_or(Tensor self, Tensor other) -> Tensor"""
-    return _logical(ctx, "Or", self, other)
-
-
-@register("aten::logical_xor.default")
-def aten_logical_xor(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
-    """logical_xor(Tensor self, Tensor other) -> Tensor"""
-    return _logical(ctx, "Xor", self, other)
-
-
-@register("aten::logical_not.default")
-def aten_logical_not(ctx: NodeContext, self: ir.Value) -> ir.Value:
-    """logical_not(Tensor self) -> Tensor"""
-    return ctx.cast(ctx.op("Not", ctx.cast(self, BOOL)), ctx.out_dtype)
-
-
-# -- more math functions ------------------------------------------------------------------------------
-
-
-@register("aten::erfc.default")
-def aten_erfc(ctx: NodeContext, self: ir.Value) -> ir.Value:
-    """erfc(Tensor self) -> Tensor"""
-    return _float_formula(
-        ctx, self, lambda x: ctx.op("Sub", ctx.const(1, x.dtype), kernel_op(ctx, "Erf", x, dtype=x.dtype))
-    )
-
-
-@register("aten::special_ndtr.default")
-def aten_special_ndtr(ctx: NodeContext, self: ir.Value) -> ir.Value:
-    """special_ndtr(Tensor self) -> Tensor: the normal CDF, ``(1 + erf(x / sqrt(2))) / 2``."""
-
-    def formula(x: ir.Value) -> ir.Value:
-        erf = kernel_op(ctx, "Erf", ctx.op("Mul", x, ctx.const(math.sqrt(0.5), x.dtype)), dtype=x.dtype)
-        return ctx.op("Mul", ctx.op("Add", erf, ctx.const(1, x.dtype)), ctx.const(0.5, x.dtype))
-
-    return _float_formula(ctx, self, formula)
-
-
 @register("aten::deg2rad.default")
 def aten_deg2rad(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """deg2rad(Tensor self) -> Tensor"""
-    return _float_formula(ctx, self, lambda x: ctx.op("Mul", x, ctx.const(math.pi / 180, x.dtype)))
+    return float_formula(ctx, self, lambda x: ctx.op("Mul", x, ctx.const(math.pi / 180, x.dtype)))
 
 
 @register("aten::rad2deg.default")
 def aten_rad2deg(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """rad2deg(Tensor self) -> Tensor"""
-    return _float_formula(ctx, self, lambda x: ctx.op("Mul", x, ctx.const(180 / math.pi, x.dtype)))
+    return float_formula(ctx, self, lambda x: ctx.op("Mul", x, ctx.const(180 / math.pi, x.dtype)))
 
 
 @register("aten::frac.default")
 def aten_frac(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """frac(Tensor self) -> Tensor: ``x - trunc(x)``."""
-    return _float_formula(ctx, self, lambda x: ctx.op("Sub", x, _trunc(ctx, x)))
-
-
-@register("aten::sinc.default")
-def aten_sinc(ctx: NodeContext, self: ir.Value) -> ir.Value:
-    """sinc(Tensor self) -> Tensor: ``sin(pi x) / (pi x)``, 1 at 0."""
-
-    def formula(x: ir.Value) -> ir.Value:
-        pix = ctx.op("Mul", x, ctx.const(math.pi, x.dtype))
-        ratio = ctx.op("Div", kernel_op(ctx, "Sin", pix, dtype=x.dtype), pix)
-        return ctx.op("Where", ctx.op("Equal", x, ctx.const(0, x.dtype)), ctx.const(1, x.dtype), ratio)
-
-    return _float_formula(ctx, self, formula)
-
-
-@register("aten::logit.default")
-def aten_logit(ctx: NodeContext, self: ir.Value, eps: float | None = None) -> ir.Value:
-    """logit(Tensor self, float? eps=None) -> Tensor: ``log(x / (1 - x))``, x clamped to [eps, 1 - eps]."""
-
-    def formula(x: ir.Value) -> ir.Value:
-        if eps is not None:
-            x = ctx.op("Clip", x, ctx.const(eps, x.dtype), ctx.const(1 - eps, x.dtype))
-        return ctx.op("Log", ctx.op("Div", x, ctx.op("Sub", ctx.const(1, x.dtype), x)))
-
-    return _float_formula(ctx, self, formula)
+    return float_formula(ctx, self, lambda x: ctx.op("Sub", x, _trunc(ctx, x)))
 
 
 @register("aten::ldexp.Tensor")
@@ -601,13 +474,6 @@ def aten_ldexp(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
     c = opmath_dtype(dtype)
     scale = ctx.op("Pow", ctx.const(2, c), ctx.cast(other, c))
     return ctx.cast(ctx.op("Mul", ctx.cast(self, c), scale), dtype)
-
-
-def _binary_formula(ctx: NodeContext, a: Scalar, b: Scalar, formula: Any) -> ir.Value:
-    """``formula(a, b)`` on both operands cast to float32 (float16/bfloat16) or the output dtype."""
-    dtype = ctx.out_dtype
-    c = opmath_dtype(dtype)
-    return ctx.cast(formula(ctx.operand(a, c), ctx.operand(b, c)), dtype)
 
 
 @register("aten::logaddexp.default")
@@ -621,7 +487,7 @@ def aten_logaddexp(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Valu
         same_inf = ctx.op("And", kernel_op(ctx, "IsInf", a, dtype=a.dtype), ctx.op("Equal", a, b))
         return ctx.op("Where", same_inf, a, out)
 
-    return _binary_formula(ctx, self, other, formula)
+    return binary_formula(ctx, self, other, formula)
 
 
 @register("aten::logaddexp2.default")
@@ -635,13 +501,13 @@ def aten_logaddexp2(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Val
         same_inf = ctx.op("And", kernel_op(ctx, "IsInf", a, dtype=a.dtype), ctx.op("Equal", a, b))
         return ctx.op("Where", same_inf, a, ctx.op("Add", big, log2))
 
-    return _binary_formula(ctx, self, other, formula)
+    return binary_formula(ctx, self, other, formula)
 
 
 @register("aten::hypot.default")
 def aten_hypot(ctx: NodeContext, self: ir.Value, other: ir.Value) -> ir.Value:
     """hypot(Tensor self, Tensor other) -> Tensor: ``sqrt(a^2 + b^2)``."""
-    return _binary_formula(
+    return binary_formula(
         ctx, self, other, lambda a, b: ctx.op("Sqrt", ctx.op("Add", ctx.op("Mul", a, a), ctx.op("Mul", b, b)))
     )
 
@@ -749,43 +615,4 @@ def aten_angle(ctx: NodeContext, self: ir.Value) -> ir.Value:
         out = ctx.op("Where", ctx.op("Less", x, zero), ctx.const(math.pi, x.dtype), zero)
         return ctx.op("Where", ctx.op("IsNaN", x), x, out)
 
-    return _float_formula(ctx, self, formula)
-
-
-def _xlog(ctx: NodeContext, self: Scalar, other: Scalar, log: Any) -> ir.Value:
-    """``self * log(other)``, 0 where ``self == 0`` unless ``other`` is NaN."""
-
-    def formula(x: ir.Value, y: ir.Value) -> ir.Value:
-        zero = ctx.const(0, x.dtype)
-        product = ctx.op("Mul", x, log(y))
-        at_zero = ctx.op("And", ctx.op("Equal", x, zero), ctx.op("Not", ctx.op("IsNaN", y)))
-        return ctx.op("Where", at_zero, zero, product)
-
-    return _binary_formula(ctx, self, other, formula)
-
-
-@register("aten::xlogy.Tensor", "aten::xlogy.Scalar_Self", "aten::xlogy.Scalar_Other", "aten::special_xlogy.default")
-def aten_xlogy(ctx: NodeContext, self: Scalar, other: Scalar) -> ir.Value:
-    """xlogy.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return _xlog(ctx, self, other, lambda y: ctx.op("Log", y))
-
-
-@register(
-    "aten::special_xlog1py.default", "aten::special_xlog1py.self_scalar", "aten::special_xlog1py.other_scalar"
-)
-def aten_special_xlog1py(ctx: NodeContext, self: Scalar, other: Scalar) -> ir.Value:
-    """special_xlog1py(Tensor self, Tensor other) -> Tensor: ``self * log1p(other)``."""
-    return _xlog(ctx, self, other, lambda y: ctx.op("Log", ctx.op("Add", y, ctx.const(1, y.dtype))))
-
-
-@register("aten::special_entr.default")
-def aten_special_entr(ctx: NodeContext, self: ir.Value) -> ir.Value:
-    """special_entr(Tensor self) -> Tensor: ``-x log(x)`` for x > 0, 0 at 0, -inf below."""
-
-    def formula(x: ir.Value) -> ir.Value:
-        zero = ctx.const(0, x.dtype)
-        value = ctx.op("Neg", ctx.op("Mul", x, ctx.op("Log", x)))
-        value = ctx.op("Where", ctx.op("Equal", x, zero), zero, value)
-        return ctx.op("Where", ctx.op("Less", x, zero), ctx.const(float("-inf"), x.dtype), value)
-
-    return _float_formula(ctx, self, formula)
+    return float_formula(ctx, self, formula)

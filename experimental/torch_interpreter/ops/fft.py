@@ -17,8 +17,14 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._helpers import INT64, normalize_dim, opmath_dtype
-from .shape import static_shape
+from ._common import (
+    INT64,
+    normalize_dim,
+    opmath_dtype,
+    roll_axis,
+    static_dim,
+    static_shape,
+)
 
 
 def _apply(ctx: NodeContext, x: ir.Value, axis: int, rank: int, matrix: np.ndarray) -> ir.Value:
@@ -97,7 +103,7 @@ def aten_fft_irfft(
     ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None
 ) -> ir.Value:
     """fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor (fft_hfft alike)"""
-    return _c2r(ctx, self, [dim], [n], norm, ctx.node.target._opname == "fft_hfft")
+    return _c2r(ctx, self, [dim], [n], norm, ctx.op_name == "fft_hfft")
 
 
 @register("aten::fft_irfft2.default", "aten::fft_hfft2.default")
@@ -115,7 +121,7 @@ def aten_fft_irfft2(
         list(dim),
         list(s) if s is not None else [None] * len(dim),
         norm,
-        ctx.node.target._opname == "fft_hfft2",
+        ctx.op_name == "fft_hfft2",
     )
 
 
@@ -133,7 +139,7 @@ def aten_fft_irfftn(
     if dim is None:
         dim = list(range(rank - len(s), rank)) if s is not None else list(range(rank))
     sizes: list[Any] = list(s) if s is not None else [None] * len(dim)
-    return _c2r(ctx, self, list(dim), sizes, norm, ctx.node.target._opname == "fft_hfftn")
+    return _c2r(ctx, self, list(dim), sizes, norm, ctx.op_name == "fft_hfftn")
 
 
 @register("aten::stft.default")
@@ -189,3 +195,29 @@ def aten_stft(
     out = ctx.op("Concat", *[ctx.op("Unsqueeze", ctx.op("Transpose", v, perm=perm), ctx.const([-1], INT64))
                              for v in (re, im)], axis=-1)
     return ctx.cast(out, dtype)
+
+
+# -- FFT shifts ---------------------------------------------------------------------------------------------
+def _shift(ctx: NodeContext, self: ir.Value, dim: int | Sequence[int] | None, inverse: bool) -> ir.Value:
+    rank = ctx.rank(self)
+    dims = list(range(rank)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    sizes = [static_dim(ctx.arg_val(0).shape[d]) for d in dims]
+    if any(s is None for s in sizes):
+        raise NotImplementedError("fftshift over a dynamic dimension")
+    shifts = [-(s // 2) if inverse else s // 2 for s in sizes]
+    x = self
+    for shift, d, size in zip(shifts, dims, sizes):
+        x = roll_axis(ctx, x, shift, normalize_dim(d, rank), size)
+    return x
+
+
+@register("aten::fft_fftshift.default")
+def aten_fft_fftshift(ctx: NodeContext, self: ir.Value, dim: Any = None) -> ir.Value:
+    """fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor: a roll by half of each axis."""
+    return _shift(ctx, self, dim, False)
+
+
+@register("aten::fft_ifftshift.default")
+def aten_fft_ifftshift(ctx: NodeContext, self: ir.Value, dim: Any = None) -> ir.Value:
+    """fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor"""
+    return _shift(ctx, self, dim, True)

@@ -1,5 +1,6 @@
-"""Indexing: gather/scatter families, advanced indexing (``x[idx]``, ``x[mask]``, ``x[idx] = v``), where,
-masked_fill, embedding.
+"""Reading and writing by index tensors and masks: gather/take/index_select, advanced indexing
+(``x[idx]``, ``x[mask]``, ``x[idx] = v``), the scatter and index_put families, where, masked_fill/select/scatter,
+nonzero, embedding and embedding_bag.
 
 Advanced indices follow PyTorch: bool masks become the ``NonZero`` coordinates of the dimensions they cover,
 the index tensors broadcast together, and the dimensions they produce go first unless the indexed dimensions
@@ -17,50 +18,28 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._helpers import BOOL, INT64, kernel_op, normalize_dim, widen
-from .shape import Vec, concat_shape, dims_of, same_shape, static_shape
-
-BF16 = ir.DataType.BFLOAT16
-F16 = ir.DataType.FLOAT16
-#: element types onnxruntime's CPU Where lacks
-_WHERE_MISSING = (BOOL, ir.DataType.INT16, ir.DataType.UINT16, BF16)
-#: ... and those of ScatterElements / ScatterND with a reduction
-_REDUCE_MISSING = {"add": (F16, BF16), "mul": (F16, BF16), "max": (BOOL, BF16), "min": (BOOL, BF16)}
-
-
-def _where(ctx: NodeContext, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
-    """``Where`` with both branches in the type of ``a``, through a wider type where onnxruntime lacks it."""
-    dtype = a.dtype
-    out = ctx.op("Where", ctx.cast(cond, BOOL), widen(ctx, a, _WHERE_MISSING), widen(ctx, b, _WHERE_MISSING))
-    return ctx.cast(out, dtype)
-
-
-def _scatter(
-    ctx: NodeContext,
-    op_type: str,
-    data: ir.Value,
-    index: ir.Value,
-    updates: ir.Value,
-    reduction: str | None,
-    **attrs: Any,
-) -> ir.Value:
-    """``ScatterElements``/``ScatterND``, through a wider type where onnxruntime lacks the reduction's type."""
-    dtype = data.dtype
-    missing = _REDUCE_MISSING.get(reduction, ())
-    out = ctx.op(
-        op_type,
-        widen(ctx, data, missing),
-        ctx.cast(index, INT64),
-        widen(ctx, ctx.cast(updates, dtype), missing),
-        reduction=reduction,
-        **attrs,
-    )
-    return ctx.cast(out, dtype)
+from ._common import (
+    BOOL,
+    INT64,
+    Vec,
+    concat_shape,
+    dims_of,
+    kernel_op,
+    normalize_dim,
+    opmath_dtype,
+    same_shape,
+    scatter_elements,
+    static_dim,
+    static_shape,
+    uses_output,
+    where_typed,
+    widen,
+)
 
 
 def _sized_like(ctx: NodeContext, value: Any, dtype: ir.DataType, like: ir.Value) -> ir.Value:
     """``value`` (a scalar or 0-D tensor) expanded to the shape of ``like``."""
-    v = widen(ctx, ctx.operand(value, dtype), (BF16,))
+    v = widen(ctx, ctx.operand(value, dtype), "Expand")
     return ctx.cast(ctx.op("Expand", v, ctx.op("Shape", like)), dtype)
 
 
@@ -90,13 +69,13 @@ def _lift_0d(fn: Any) -> Any:
 def aten_where(ctx: NodeContext, condition: ir.Value, self: Any, other: Any) -> ir.Value:
     """where.self(Tensor condition, Tensor self, Tensor other) -> Tensor (either may be a Scalar)"""
     dtype = ctx.out_dtype
-    return _where(ctx, condition, ctx.operand(self, dtype), ctx.operand(other, dtype))
+    return where_typed(ctx, condition, ctx.operand(self, dtype), ctx.operand(other, dtype))
 
 
 @register("aten::masked_fill.Scalar", "aten::masked_fill.Tensor")
 def aten_masked_fill(ctx: NodeContext, self: ir.Value, mask: ir.Value, value: Any) -> ir.Value:
     """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor"""
-    return _where(ctx, mask, ctx.operand(value, self.dtype), self)
+    return where_typed(ctx, mask, ctx.operand(value, self.dtype), self)
 
 
 # -- gather -----------------------------------------------------------------------------------------------
@@ -154,7 +133,7 @@ def aten_take_along_dim(ctx: NodeContext, self: ir.Value, indices: ir.Value, dim
     x_shape[axis] = i_shape[axis] = None
     if x_shape != i_shape:
         self_shape, index_shape = _with_dim(ctx, self, axis, 1), _with_dim(ctx, indices, axis, 1)
-        self = ctx.cast(ctx.op("Expand", widen(ctx, self, (BF16,)), index_shape), self.dtype)
+        self = ctx.cast(ctx.op("Expand", widen(ctx, self, "Expand"), index_shape), self.dtype)
         indices = ctx.op("Expand", indices, self_shape)
     return ctx.op("GatherElements", self, indices, axis=axis)
 
@@ -180,11 +159,11 @@ def aten_scatter_src(
 ) -> ir.Value:
     """scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor
     (scatter.src: no reduction, scatter_add: reduce='add')"""
-    if ctx.node.target._opname == "scatter_add":
+    if ctx.op_name == "scatter_add":
         reduce = "add"
     src = _src_like_index(ctx, src, index, 3, 2)
     axis = normalize_dim(dim, ctx.rank(self))
-    return _scatter(ctx, "ScatterElements", self, index, src, _REDUCE[reduce], axis=axis)
+    return scatter_elements(ctx, "ScatterElements", self, index, src, _REDUCE[reduce], axis=axis)
 
 
 @register("aten::scatter.value", "aten::scatter.value_reduce")
@@ -195,7 +174,7 @@ def aten_scatter_value(
     """scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor"""
     updates = _sized_like(ctx, value, self.dtype, index)
     axis = normalize_dim(dim, ctx.rank(self))
-    return _scatter(ctx, "ScatterElements", self, index, updates, _REDUCE[reduce], axis=axis)
+    return scatter_elements(ctx, "ScatterElements", self, index, updates, _REDUCE[reduce], axis=axis)
 
 
 @register("aten::scatter_reduce.two")
@@ -226,10 +205,10 @@ def _scatter_reduce(
     dtype = self.dtype
     if reduce == "mean":
         base = self if include_self else _reset(ctx, self, index, 0, axis)
-        total = _scatter(ctx, "ScatterElements", base, index, src, "add", axis=axis)
+        total = scatter_elements(ctx, "ScatterElements", base, index, src, "add", axis=axis)
         ones = _sized_like(ctx, 1, dtype, self)
         ones_base = ones if include_self else _reset(ctx, ones, index, 0, axis)
-        count = _scatter(ctx, "ScatterElements", ones_base, index, _sized_like(ctx, 1, dtype, index), "add", axis=axis)
+        count = scatter_elements(ctx, "ScatterElements", ones_base, index, _sized_like(ctx, 1, dtype, index), "add", axis=axis)
         if dtype.is_floating_point():
             return kernel_op(ctx, "Div", total, count, dtype=dtype)
         # floor division, as PyTorch rounds integer means
@@ -241,12 +220,12 @@ def _scatter_reduce(
     if not include_self:
         identity = {"sum": 0, "prod": 1, "amax": _lowest(dtype), "amin": _highest(dtype)}[reduce]
         base = _reset(ctx, self, index, identity, axis)
-    return _scatter(ctx, "ScatterElements", base, index, src, _REDUCE[reduce], axis=axis)
+    return scatter_elements(ctx, "ScatterElements", base, index, src, _REDUCE[reduce], axis=axis)
 
 
 def _reset(ctx: NodeContext, x: ir.Value, index: ir.Value, value: Any, axis: int) -> ir.Value:
     """``x`` with the positions ``index`` points to set to ``value``."""
-    return _scatter(ctx, "ScatterElements", x, index, _sized_like(ctx, value, x.dtype, index), None, axis=axis)
+    return scatter_elements(ctx, "ScatterElements", x, index, _sized_like(ctx, value, x.dtype, index), None, axis=axis)
 
 
 def _lowest(dtype: ir.DataType) -> Any:
@@ -281,7 +260,7 @@ def aten_index_fill(ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value,
     """index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
     axis = normalize_dim(dim, ctx.rank(self))
     idx = _along(ctx, self, axis, index, None)
-    return _scatter(ctx, "ScatterElements", self, idx, _sized_like(ctx, value, self.dtype, idx), None, axis=axis)
+    return scatter_elements(ctx, "ScatterElements", self, idx, _sized_like(ctx, value, self.dtype, idx), None, axis=axis)
 
 
 @register("aten::index_copy.default")
@@ -290,7 +269,7 @@ def aten_index_copy(ctx: NodeContext, self: ir.Value, dim: int, index: ir.Value,
     """index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
     axis = normalize_dim(dim, ctx.rank(self))
     idx = _along(ctx, self, axis, index, source)
-    return _scatter(ctx, "ScatterElements", self, idx, source, None, axis=axis)
+    return scatter_elements(ctx, "ScatterElements", self, idx, source, None, axis=axis)
 
 
 @register("aten::index_add.default")
@@ -304,7 +283,7 @@ def aten_index_add(
     source = ctx.cast(source, self.dtype)
     if alpha != 1:
         source = kernel_op(ctx, "Mul", source, alpha, dtype=self.dtype)
-    return _scatter(ctx, "ScatterElements", self, idx, source, "add", axis=axis)
+    return scatter_elements(ctx, "ScatterElements", self, idx, source, "add", axis=axis)
 
 
 @register("aten::index_reduce.default")
@@ -339,11 +318,11 @@ def aten_masked_scatter(ctx: NodeContext, self: ir.Value, mask: ir.Value, source
     """
     shape = ctx.op("Shape", self) if static_shape(ctx.val) is None else ctx.const(static_shape(ctx.val), INT64)
     flat_mask = _flat(ctx, ctx.op("Expand", ctx.cast(mask, BOOL), shape))
-    flat_self = _flat(ctx, ctx.op("Expand", widen(ctx, self, (BF16,)), shape))
+    flat_self = _flat(ctx, ctx.op("Expand", widen(ctx, self, "Expand"), shape))
     position = ctx.op("CumSum", ctx.cast(flat_mask, INT64), ctx.const(0, INT64))
     position = ctx.op("Max", ctx.op("Sub", position, ctx.const(1, INT64)), ctx.const(0, INT64))
     taken = ctx.op("Gather", ctx.cast(_flat(ctx, source), flat_self.dtype), position, axis=0)
-    out = _where(ctx, flat_mask, taken, flat_self)
+    out = where_typed(ctx, flat_mask, taken, flat_self)
     return ctx.cast(ctx.op("Reshape", out, shape), self.dtype)
 
 
@@ -351,7 +330,7 @@ def aten_masked_scatter(ctx: NodeContext, self: ir.Value, mask: ir.Value, source
 def aten_masked_select(ctx: NodeContext, self: ir.Value, mask: ir.Value) -> ir.Value:
     """masked_select(Tensor self, Tensor mask) -> Tensor"""
     dtype = self.dtype
-    x = widen(ctx, self, (BF16,))
+    x = widen(ctx, self, "Compress")
     mask = ctx.cast(mask, BOOL)
     if not same_shape(ctx, ctx.arg_val(0), ctx.arg_val(1)):
         x = ctx.op("Expand", x, ctx.op("Shape", mask))  # Expand broadcasts both ways
@@ -441,7 +420,7 @@ def aten_index(ctx: NodeContext, self: ir.Value, indices: Sequence[ir.Value | No
         k = ctx.rank(m)
         data = _mask_reshape(ctx, self, first, k)
         flat_mask = m if k == 1 else _flat(ctx, m)
-        return ctx.cast(ctx.op("Compress", widen(ctx, data, (BF16,)), flat_mask, axis=first), self.dtype)
+        return ctx.cast(ctx.op("Compress", widen(ctx, data, "Compress"), flat_mask, axis=first), self.dtype)
     if len(ind.tensors) == 1:
         return ctx.op("Gather", self, ind.tensors[0], axis=ind.first)
     data = ctx.op("Transpose", self, perm=ind.perm) if ind.perm != list(range(ind.rank)) else self
@@ -488,7 +467,7 @@ def _index_put(
             m = ctx.op("Unsqueeze", m, ctx.const(list(range(-trailing, 0)), INT64))
         if len(value_shape) > 0:
             values = ctx.op("Reshape", values, ctx.const([], INT64))
-        return _where(ctx, m, values, self)
+        return where_typed(ctx, m, values, self)
     identity = ind.perm == list(range(ind.rank))
     data = self if identity else ctx.op("Transpose", self, perm=ind.perm)
     stacked = ind.stacked(ctx)
@@ -505,8 +484,8 @@ def _index_put(
             values = ctx.op("Unsqueeze", values, ctx.const(list(range(out_rank - rv)), INT64))
         perm = list(range(ind.first, ind.first + nb)) + list(range(ind.first)) + list(range(ind.first + nb, out_rank))
         values = ctx.op("Transpose", values, perm=perm)
-    updates = ctx.cast(ctx.op("Expand", widen(ctx, values, (BF16,)), target), self.dtype)
-    out = _scatter(ctx, "ScatterND", data, stacked, updates, "add" if accumulate else None)
+    updates = ctx.cast(ctx.op("Expand", widen(ctx, values, "Expand"), target), self.dtype)
+    out = scatter_elements(ctx, "ScatterND", data, stacked, updates, "add" if accumulate else None)
     if not identity:
         inverse = [ind.perm.index(i) for i in range(ind.rank)]
         out = ctx.op("Transpose", out, perm=inverse)
@@ -525,7 +504,7 @@ def aten_put(ctx: NodeContext, self: ir.Value, index: ir.Value, source: ir.Value
     """put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor: ``ScatterElements`` on
     the flattened tensor."""
     flat = _flat(ctx, self)
-    out = _scatter(ctx, "ScatterElements", flat, _flat(ctx, ctx.cast(index, INT64)), _flat(ctx, source),
+    out = scatter_elements(ctx, "ScatterElements", flat, _flat(ctx, ctx.cast(index, INT64)), _flat(ctx, source),
                    "add" if accumulate else None, axis=0)
     return ctx.op("Reshape", out, ctx.op("Shape", self))
 
@@ -575,22 +554,22 @@ def _in_range(ctx: NodeContext, self: ir.Value, indices: Sequence[ir.Value | Non
 
 
 @register("aten::_unsafe_masked_index.default")
-def aten_unsafe_masked_index(
+def aten__unsafe_masked_index(
     ctx: NodeContext, self: ir.Value, mask: ir.Value, indices: Sequence[ir.Value | None], fill: Any
 ) -> ir.Value:
     """_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor:
     ``where(mask, self[indices], fill)``."""
     gathered = aten_index(ctx, self, _in_range(ctx, self, indices))
-    return _where(ctx, mask, gathered, ctx.operand(fill, self.dtype))
+    return where_typed(ctx, mask, gathered, ctx.operand(fill, self.dtype))
 
 
 @register("aten::_unsafe_masked_index_put_accumulate.default")
-def aten_unsafe_masked_index_put_accumulate(
+def aten__unsafe_masked_index_put_accumulate(
     ctx: NodeContext, self: ir.Value, mask: ir.Value, indices: Sequence[ir.Value | None], values: ir.Value
 ) -> ir.Value:
     """_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor:
     ``index_put(self, indices, where(mask, values, 0), accumulate=True)``."""
-    masked = _where(ctx, mask, ctx.cast(values, self.dtype), ctx.const(0, self.dtype))
+    masked = where_typed(ctx, mask, ctx.cast(values, self.dtype), ctx.const(0, self.dtype))
     return _index_put(ctx, self, _in_range(ctx, self, indices), masked, True, ctx.arg_val(3))
 
 
@@ -605,3 +584,83 @@ def aten_nonzero_numpy(ctx: NodeContext, self: ir.Value) -> list[ir.Value]:
     n = len(ctx.val)
     return [ctx.op("Squeeze", ctx.op("Slice", coords, ctx.const([i], INT64), ctx.const([i + 1], INT64),
                                      ctx.const([0], INT64)), ctx.const([0], INT64)) for i in range(n)]
+
+
+# -- embedding bags -----------------------------------------------------------------------------------------
+@register("aten::embedding_bag.default", "aten::embedding_bag.padding_idx", "aten::_embedding_bag.default")
+def aten_embedding_bag(
+    ctx: NodeContext,
+    weight: ir.Value,
+    indices: ir.Value,
+    offsets: ir.Value,
+    scale_grad_by_freq: bool = False,
+    mode: int = 0,
+    sparse: bool = False,
+    per_sample_weights: ir.Value | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> tuple[ir.Value | None, ...]:
+    """embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode,
+    bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx)
+    -> (Tensor, Tensor, Tensor, Tensor)
+
+    A ``[bags, n]`` membership mask built from the offsets, then a MatMul (sum, mean) or a masked ReduceMax;
+    only the first output (the bags) is computed.
+    """
+    if any(uses_output(ctx, i) for i in (1, 2, 3)):
+        raise NotImplementedError("embedding_bag: only the first output (the bags) is supported")
+    bags = static_dim(ctx.val[0].shape[0])
+    if bags is None:
+        raise NotImplementedError("embedding_bag with a dynamic number of bags")
+    dtype = ctx.out_dtype
+    c = opmath_dtype(dtype)
+    idx = ctx.op("Reshape", ctx.cast(indices, INT64), ctx.const([-1], INT64))
+    rows = ctx.cast(ctx.op("Gather", weight, idx, axis=0), c)  # [n, D]
+    n_offsets = static_dim(ctx.arg_val(2).shape[0])
+    starts = ctx.cast(offsets, INT64)
+    position = ctx.op(
+        "Range",
+        ctx.const(0, INT64),
+        ctx.op("Squeeze", ctx.op("Shape", idx), ctx.const([0], INT64)),
+        ctx.const(1, INT64),
+    )  # [n]
+    # bag of each position: the number of offsets <= position, minus 1
+    passed = ctx.op(
+        "LessOrEqual",
+        ctx.op("Unsqueeze", starts, ctx.const([0], INT64)),
+        ctx.op("Unsqueeze", position, ctx.const([1], INT64)),
+    )  # [n, offsets]
+    bag = ctx.op(
+        "Sub", ctx.op("ReduceSum", ctx.cast(passed, INT64), ctx.const([1], INT64), keepdims=0), ctx.const(1, INT64)
+    )
+    member = ctx.op(
+        "Equal",
+        ctx.op("Unsqueeze", bag, ctx.const([0], INT64)),
+        ctx.const(np.arange(bags, dtype=np.int64).reshape(-1, 1)),
+    )  # [bags, n]
+    if include_last_offset and n_offsets is not None:  # positions past the last offset belong to no bag
+        end = ctx.op("Slice", starts, ctx.const([-1], INT64), ctx.const([2**62], INT64))
+        member = ctx.op("And", member, ctx.op("Less", ctx.op("Unsqueeze", position, ctx.const([0], INT64)), end))
+    if padding_idx is not None and padding_idx < 0 and ctx.node.target._overloadname == "padding_idx":
+        padding_idx += static_dim(ctx.arg_val(0).shape[0])  # counts from the end; _embedding_bag's -1 is none
+    if padding_idx is not None and padding_idx >= 0:
+        keep = ctx.op("Not", ctx.op("Equal", idx, ctx.const(padding_idx, INT64)))
+        member = ctx.op("And", member, ctx.op("Unsqueeze", keep, ctx.const([0], INT64)))
+    if per_sample_weights is not None:
+        rows = ctx.op("Mul", rows, ctx.op("Unsqueeze", ctx.cast(per_sample_weights, c), ctx.const([1], INT64)))
+    weights = ctx.cast(member, c)
+    if mode == 2:  # max, 0 for an empty bag
+        masked = ctx.op(
+            "Where",
+            ctx.op("Unsqueeze", member, ctx.const([2], INT64)),
+            ctx.op("Unsqueeze", rows, ctx.const([0], INT64)),
+            ctx.const(float("-inf"), c),
+        )
+        out = ctx.op("ReduceMax", masked, ctx.const([1], INT64), keepdims=0)
+        out = ctx.op("Where", ctx.op("IsInf", out, detect_positive=0), ctx.const(0.0, c), out)
+    else:
+        out = ctx.op("MatMul", weights, rows)
+        if mode == 1:
+            count = ctx.op("ReduceSum", weights, ctx.const([1], INT64), keepdims=1)
+            out = ctx.op("Div", out, ctx.op("Max", count, ctx.const(1.0, c)))
+    return ctx.cast(out, dtype), None, None, None

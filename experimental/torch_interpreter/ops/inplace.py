@@ -8,8 +8,6 @@ returns ``self`` (``Tensor(a!)``). In-place view ops (``unsqueeze_``, ``t_``) ch
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any
 
 import onnx_ir as ir
@@ -17,8 +15,7 @@ import torch
 
 from ..context import NodeContext
 from ..registry import Converter, Registry, default_registry, register
-from ._helpers import widen
-from .shape import concat_shape, dims_of, same_shape
+from ._common import concat_shape, dims_of, same_shape, widen
 
 
 def _like(ctx: NodeContext, value: ir.Value, like: ir.Value) -> ir.Value:
@@ -26,7 +23,7 @@ def _like(ctx: NodeContext, value: ir.Value, like: ir.Value) -> ir.Value:
     value = ctx.cast(value, like.dtype)
     if value.shape is not None and list(value.shape) == list(like.shape):
         return value
-    expanded = ctx.op("Expand", widen(ctx, value, (ir.DataType.BFLOAT16,)), concat_shape(ctx, dims_of(ctx, like)))
+    expanded = ctx.op("Expand", widen(ctx, value, "Expand"), concat_shape(ctx, dims_of(ctx, like)))
     return ctx.cast(expanded, like.dtype)
 
 
@@ -99,14 +96,3 @@ def register_inplace(registry: Registry = default_registry) -> list[str]:
                 added.append(inplace_key)
     return added
 
-
-def _import_families() -> None:
-    """Imports the other converter modules first: their functional converters are wrapped."""
-    package = __name__.rpartition(".")[0]
-    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if not info.name.startswith("_") and info.name != "inplace":
-            importlib.import_module(f"{package}.{info.name}")
-
-
-_import_families()
-INPLACE_KEYS = register_inplace()

@@ -18,8 +18,17 @@ import onnx_ir as ir
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
-from ._helpers import BOOL, INT64, filled, kernel_op, normalize_dim, opmath_dtype
-from .shape import static_dim, static_shape
+from ._common import (
+    BOOL,
+    INT64,
+    filled,
+    kernel_op,
+    normalize_dim,
+    opmath_dtype,
+    static_dim,
+    static_shape,
+    vector_norm,
+)
 
 Scalar = Any  # an ir.Value or a Python number
 
@@ -333,27 +342,6 @@ def aten_linalg_vecdot(ctx: NodeContext, x: ir.Value, y: ir.Value, *, dim: int =
     return ctx.cast(total, dtype)
 
 
-# -- norms and distances ---------------------------------------------------------------------------------
-def _vector_norm(ctx: NodeContext, x: ir.Value, p: float, axes: Sequence[int] | None, keepdim: bool) -> ir.Value:
-    """The ``p``-norm of ``x`` (already in a float type) over ``axes`` (None: all)."""
-    ax = [] if axes is None else [ctx.const(list(axes), INT64)]
-    keep = int(keepdim)
-    if p == 2:
-        return ctx.op("Sqrt", ctx.op("ReduceSumSquare", x, *ax, keepdims=keep))
-    absx = ctx.op("Abs", x)
-    if p == 1:
-        return ctx.op("ReduceSum", absx, *ax, keepdims=keep)
-    if p == math.inf:
-        return ctx.op("ReduceMax", absx, *ax, keepdims=keep)
-    if p == -math.inf:
-        return ctx.op("ReduceMin", absx, *ax, keepdims=keep)
-    if p == 0:
-        nonzero = ctx.cast(ctx.op("Not", ctx.op("Equal", x, ctx.const(0, x.dtype))), x.dtype)
-        return ctx.op("ReduceSum", nonzero, *ax, keepdims=keep)
-    powered = ctx.op("Pow", absx, ctx.const(float(p), x.dtype))
-    return ctx.op("Pow", ctx.op("ReduceSum", powered, *ax, keepdims=keep), ctx.const(1.0 / p, x.dtype))
-
-
 def _float_input(ctx: NodeContext, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     """``x`` in the type the norm is computed in, and the output dtype."""
     dtype = ctx.out_dtype
@@ -365,7 +353,7 @@ def _matrix_norm(ctx: NodeContext, x: ir.Value, ord: Any, dims: Sequence[int], k
     rank = ctx.rank(x) if x.shape is not None else len(ctx.arg_val(0).shape)
     d0, d1 = (normalize_dim(d, rank) for d in dims)
     if ord == "fro":
-        return _vector_norm(ctx, x, 2, [d0, d1], keepdim)
+        return vector_norm(ctx, x, 2, [d0, d1], keepdim)
     if ord in (1, -1, math.inf, -math.inf):
         if 0 in (static_dim(ctx.arg_val(0).shape[d0]), static_dim(ctx.arg_val(0).shape[d1])):
             return _zeros(ctx, x.dtype)  # PyTorch's value for an empty matrix
@@ -404,7 +392,7 @@ def aten_linalg_norm(
         out = _matrix_norm(ctx, x, "fro" if ord is None else ord, dim, keepdim)
     else:
         axes = None if dim is None else [normalize_dim(d, rank) for d in dim]
-        out = _vector_norm(ctx, x, 2 if ord is None else ord, axes, keepdim)
+        out = vector_norm(ctx, x, 2 if ord is None else ord, axes, keepdim)
         if axes is None and keepdim:
             out = ctx.op("Reshape", out, ctx.const([1] * rank, INT64))
     return ctx.cast(out, out_dtype)
@@ -416,7 +404,7 @@ def aten_dist(ctx: NodeContext, self: ir.Value, other: ir.Value, p: float = 2) -
     dtype = ctx.out_dtype
     c = opmath_dtype(dtype)
     diff = ctx.op("Sub", ctx.cast(self, c), ctx.cast(other, c))
-    return ctx.cast(_vector_norm(ctx, diff, p, None, False), dtype)
+    return ctx.cast(vector_norm(ctx, diff, p, None, False), dtype)
 
 
 @register("aten::pairwise_distance.default")
@@ -430,8 +418,8 @@ def aten_pairwise_distance(
     rank = max(ctx.rank(x1), ctx.rank(x2))
     diff = ctx.op("Add", ctx.op("Sub", ctx.cast(x1, c), ctx.cast(x2, c)), ctx.const(eps, c))
     if rank == 0:
-        return ctx.cast(_vector_norm(ctx, diff, p, None, False), dtype)
-    return ctx.cast(_vector_norm(ctx, diff, p, [rank - 1], keepdim), dtype)
+        return ctx.cast(vector_norm(ctx, diff, p, None, False), dtype)
+    return ctx.cast(vector_norm(ctx, diff, p, [rank - 1], keepdim), dtype)
 
 
 @register("aten::cdist.default", "aten::_cdist_forward.default")
@@ -445,7 +433,7 @@ def aten_cdist(
     a = ctx.op("Unsqueeze", ctx.cast(x1, c), ctx.const([-2], INT64))
     b = ctx.op("Unsqueeze", ctx.cast(x2, c), ctx.const([-3], INT64))
     rank = max(ctx.rank(x1), ctx.rank(x2)) + 1
-    return ctx.cast(_vector_norm(ctx, ctx.op("Sub", a, b), p, [rank - 1], False), dtype)
+    return ctx.cast(vector_norm(ctx, ctx.op("Sub", a, b), p, [rank - 1], False), dtype)
 
 
 @register("aten::cosine_similarity.default")
@@ -464,8 +452,8 @@ def aten_cosine_similarity(
         a, b = (ctx.op("Reshape", v, ctx.const([1], INT64)) for v in (a, b))
         rank = 1
     axis = [normalize_dim(dim, rank)]
-    na = ctx.op("Max", _vector_norm(ctx, a, 2, axis, True), ctx.const(eps, c))
-    nb = ctx.op("Max", _vector_norm(ctx, b, 2, axis, True), ctx.const(eps, c))
+    na = ctx.op("Max", vector_norm(ctx, a, 2, axis, True), ctx.const(eps, c))
+    nb = ctx.op("Max", vector_norm(ctx, b, 2, axis, True), ctx.const(eps, c))
     product = ctx.op("Mul", ctx.op("Div", a, na), ctx.op("Div", b, nb))
     return ctx.cast(ctx.op("ReduceSum", product, ctx.const(axis, INT64), keepdims=0), dtype)
 
@@ -523,7 +511,7 @@ def aten_pdist(ctx: NodeContext, self: ir.Value, p: float = 2.0) -> ir.Value:
     x = ctx.cast(self, c)
     diff = ctx.op("Sub", ctx.op("Gather", x, ctx.const(first.astype(np.int64)), axis=0),
                   ctx.op("Gather", x, ctx.const(second.astype(np.int64)), axis=0))
-    return ctx.cast(_vector_norm(ctx, diff, p, [1], False), dtype)
+    return ctx.cast(vector_norm(ctx, diff, p, [1], False), dtype)
 
 
 @register("aten::linalg_vander.default")

@@ -13,8 +13,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._helpers import BOOL, INT64, opmath_dtype
-from .linalg import _vector_norm
+from ._common import BOOL, INT64, opmath_dtype, vector_norm
 
 NONE, MEAN, SUM = 0, 1, 2
 
@@ -268,7 +267,7 @@ def aten_triplet_margin_loss(
     rank = max(ctx.rank(anchor), ctx.rank(positive), ctx.rank(negative))
 
     def distance(x: ir.Value, y: ir.Value) -> ir.Value:
-        return _vector_norm(ctx, m.op("Add", m.op("Sub", m(x), m(y)), eps), p, [rank - 1], False)
+        return vector_norm(ctx, m.op("Add", m.op("Sub", m(x), m(y)), eps), p, [rank - 1], False)
 
     d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
     if swap:

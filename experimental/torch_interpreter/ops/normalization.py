@@ -17,7 +17,14 @@ import torch
 from ..context import NodeContext
 from ..dtypes import onnx_dtype, torch_dtype
 from ..registry import register
-from ._helpers import INT64, kernel_dtype, kernel_op, opmath_dtype, uses_output
+from ._common import (
+    INT64,
+    kernel_dtype,
+    kernel_op,
+    opmath_dtype,
+    uses_output,
+    vector_norm,
+)
 
 
 def _filled(ctx: NodeContext, x: ir.Value, start: int, end: int | None, value: float, dtype: ir.DataType) -> ir.Value:
@@ -69,9 +76,6 @@ def _saved(ctx: NodeContext, index: int, value: ir.Value | None) -> ir.Value | N
     if all(isinstance(d, int) for d in val.shape) and len(val.shape) == 1:
         value = ctx.op("Reshape", value, ctx.const([-1], INT64))
     return ctx.cast(value, dtype)
-
-
-# -- layer norm -------------------------------------------------------------------------------------
 
 
 def _layer_norm(
@@ -131,9 +135,6 @@ def aten_native_layer_norm(
         return aten_layer_norm(ctx, input, normalized_shape, weight, bias, eps), None, None
     y, mean, rstd = _layer_norm(ctx, input, normalized_shape, weight, bias, eps, 3)
     return ctx.cast(y, ctx.out_dtype), _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
-
-
-# -- batch norm -------------------------------------------------------------------------------------
 
 
 def _batch_norm_eval(
@@ -237,9 +238,6 @@ def aten__native_batch_norm_legit_no_stats(
     return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
 
 
-# -- instance norm, group norm ----------------------------------------------------------------------
-
-
 @register("aten::instance_norm.default")
 def aten_instance_norm(
     ctx: NodeContext,
@@ -328,9 +326,6 @@ def aten_native_group_norm(
     return ctx.cast(y, ctx.out_dtype), *saved
 
 
-# -- rms norm ---------------------------------------------------------------------------------------
-
-
 @register("aten::rms_norm.default")
 def aten_rms_norm(
     ctx: NodeContext,
@@ -385,7 +380,6 @@ def aten__batch_norm_with_update(
 def aten_renorm(ctx: NodeContext, self: ir.Value, p: float, dim: int, maxnorm: float) -> ir.Value:
     """renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor: each slice along ``dim`` whose p-norm
     exceeds ``maxnorm`` is scaled by ``maxnorm / (norm + 1e-7)``."""
-    from .linalg import _vector_norm
 
     dtype = ctx.out_dtype
     rank = ctx.rank(self)
@@ -393,7 +387,7 @@ def aten_renorm(ctx: NodeContext, self: ir.Value, p: float, dim: int, maxnorm: f
     x = ctx.cast(self, c)
     axis = dim % rank if rank else 0
     others = [i for i in range(rank) if i != axis]
-    norm = _vector_norm(ctx, x, p, others, True) if others else ctx.op("Abs", x)
+    norm = vector_norm(ctx, x, p, others, True) if others else ctx.op("Abs", x)
     limit = ctx.const(float(maxnorm), c)
     factor = ctx.op("Where", ctx.op("Greater", norm, limit),
                     ctx.op("Div", limit, ctx.op("Add", norm, ctx.const(1e-7, c))), ctx.const(1.0, c))

@@ -7,7 +7,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._helpers import FLOAT
+from ._common import FLOAT
 
 
 @register(
@@ -18,7 +18,7 @@ from ._helpers import FLOAT
     "aten::sym_constrain_range.default",
     "aten::_functional_assert_async.msg",
 )
-def aten_assert(ctx: NodeContext, *args, **kwargs) -> None:
+def aten__assert_scalar(ctx: NodeContext, *args, **kwargs) -> None:
     """Checks torch.export keeps in the graph; ONNX has nothing to check at runtime."""
     return None
 
@@ -38,7 +38,7 @@ def aten_assert(ctx: NodeContext, *args, **kwargs) -> None:
     "aten::conj_physical.default",
     "aten::real.default",
 )
-def aten_identity(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
+def aten_alias(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
     """alias(Tensor(a) self) -> Tensor(a): the value itself, no ONNX node (conj and real of real tensors too)."""
     return self
 

@@ -6,8 +6,8 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..dtypes import onnx_dtype
-from ..python_op import DOMAIN, OP_TYPE, node_attributes
 from ..python_op import table
+from ..python_op.attributes import DOMAIN, OP_TYPE, node_attributes
 from ..registry import register
 
 
@@ -28,5 +28,5 @@ def aten2onnx_python_op(ctx: NodeContext, key: str, inputs: list[ir.Value]) -> t
     context = results[0]
     context.dtype = ir.DataType.INT64
     context.shape = ir.Shape([1])
-    ctx.g.rename(context, f"{ctx.node.name}_ctx")
+    ctx.rename(context, f"{ctx.node.name}_ctx")
     return tuple(results[1:])

@@ -12,14 +12,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import onnx_ir as ir
 
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
-from ._helpers import FLOAT, INT64, filled, opmath_dtype
-from .shape import concat_shape, static_shape
+from ._common import FLOAT, INT64, concat_shape, filled, opmath_dtype, static_shape
 
 #: the float types onnxruntime draws in
 _DRAW = frozenset({ir.DataType.FLOAT16, FLOAT, ir.DataType.DOUBLE})

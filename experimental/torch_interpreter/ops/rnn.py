@@ -4,17 +4,13 @@ One ONNX node per layer, both directions in the same node. ONNX orders the gates
 (LSTM i,o,f,c for PyTorch's i,f,g,o; GRU z,r,h for r,z,n) and stacks the directions on a leading
 axis: constant weights are reordered once, with torch, into new initializers.
 
-torch.export computes the shapes of these CompositeImplicitAutograd ops by running their
-decomposition, which unrolls the time loop and fixes the sequence length. :func:`shape_only_rnn_kernels`
-swaps in kernels that only compute shapes while capturing, so that the op stays whole in the graph
-with a dynamic sequence length.
+The ops reach the graph whole, with a dynamic sequence length, thanks to the capture-time kernels of
+``capture_kernels.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import onnx_ir as ir
@@ -23,66 +19,9 @@ import torch
 from ..context import NodeContext
 from ..dtypes import torch_dtype
 from ..registry import register
-from ._helpers import FLOAT, INT64
+from ._common import FLOAT, INT64
 
 _aten = torch.ops.aten
-_RNN_OPS = (_aten.lstm.input, _aten.gru.input, _aten.rnn_tanh.input, _aten.rnn_relu.input)
-
-# -- capture ---------------------------------------------------------------------------------------------
-
-
-def _shape_only(op: torch._ops.OpOverload, original: Any) -> Any:
-    """A kernel computing the outputs' shapes of ``op`` on fake tensors, ``original`` on real ones."""
-
-    def kernel(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-        h = hx[0] if op is _aten.lstm.input else hx
-        if not torch._subclasses.fake_tensor.is_fake(input) or input.dim() != 3:
-            return original(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-        directions = 2 if bidirectional else 1
-        seq, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
-        size = (batch, seq) if batch_first else (seq, batch)
-        output = input.new_empty((*size, directions * h.shape[2]))
-        if op is _aten.lstm.input:
-            return output, hx[0].new_empty(hx[0].shape), hx[1].new_empty(hx[1].shape)
-        return output, h.new_empty(h.shape)
-
-    return kernel
-
-
-@contextlib.contextmanager
-def shape_only_rnn_kernels() -> Iterator[None]:
-    """While capturing: the RNN ops compute their output shapes without unrolling the time loop,
-    so torch.export keeps the sequence length dynamic (the graph still holds ``aten.lstm.input``...)."""
-    from torch._decomp import decomposition_table
-
-    key = torch._C.DispatchKey.CompositeImplicitAutograd
-    saved = []
-    for op in _RNN_OPS:
-        kernel, decomp = op.py_kernels.get(key), decomposition_table.get(op)
-        original = kernel or decomp or (lambda *args, _op=op: _op._op_dk(key, *args))
-        saved.append((op, kernel, decomp))
-        op.py_kernels[key] = _shape_only(op, original)
-        decomposition_table[op] = _shape_only(op, decomp or original)
-        op._dispatch_cache.clear()
-    try:
-        yield
-    finally:
-        for op, kernel, decomp in saved:
-            if kernel is None:
-                op.py_kernels.pop(key, None)
-            else:
-                op.py_kernels[key] = kernel
-            if decomp is None:
-                decomposition_table.pop(op, None)
-            else:
-                decomposition_table[op] = decomp
-            op._dispatch_cache.clear()
-
-
-# -- weights ---------------------------------------------------------------------------------------------
-
-# reordered weights already made in a graph, shared by the RNN nodes that call the same module
-_WEIGHTS: weakref.WeakKeyDictionary[Any, dict[tuple, ir.Value]] = weakref.WeakKeyDictionary()
 
 
 def _tensor(value: ir.Value) -> torch.Tensor:
@@ -116,14 +55,14 @@ def _stacked(
     reordered, the tensors concatenated, the directions stacked on a new leading axis."""
     values = [v for group in groups for v in group]
     if all(v.const_value is not None for v in values):
-        cache = _WEIGHTS.setdefault(ctx.g, {})
+        cache = ctx.memo("rnn.weights")  # reordered weights made once per graph, shared by the layers
         key = (kind, dtype, tuple(values))
         if key not in cache:
             tdtype = torch_dtype(dtype)
             stacked = torch.stack(
                 [torch.cat([_reorder_torch(_tensor(v).to(tdtype), order) for v in group]) for group in groups]
             )
-            cache[key] = ctx.g.initializer(f"{values[0].name}__{kind}", stacked)
+            cache[key] = ctx.initializer(f"{values[0].name}__{kind}", stacked)
         return cache[key]
     per_direction = []
     for group in groups:
@@ -132,8 +71,6 @@ def _stacked(
         per_direction.append(ctx.op("Unsqueeze", joined, ctx.const([0], INT64)))
     return per_direction[0] if len(per_direction) == 1 else ctx.op("Concat", *per_direction, axis=0)
 
-
-# -- converters ------------------------------------------------------------------------------------------
 
 #: ONNX op, gate order (PyTorch gate index of each ONNX gate), extra attributes
 _KINDS: dict[str, tuple[str, list[int], dict[str, Any]]] = {
@@ -261,7 +198,7 @@ def aten_gru_input(
     """gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout,
     bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor); rnn_tanh.input and
     rnn_relu.input take the same arguments."""
-    kind = ctx.node.target._opname
+    kind = ctx.op_name
     return _recurrent(
         ctx, kind, input, [hx], params, has_biases, num_layers, dropout, train, bidirectional, batch_first
     )

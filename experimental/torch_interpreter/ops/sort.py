@@ -16,9 +16,20 @@ import onnx_ir as ir
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
-from ._helpers import BOOL, FLOAT, INT64, filled, kernel_dtype, normalize_dim, opmath_dtype, promoted_dtype, widen
-from .creation import _linspace
-from .shape import dim_of, static_dim
+from ._common import (
+    BOOL,
+    FLOAT,
+    INT64,
+    dim_of,
+    filled,
+    kernel_dtype,
+    linspace_values,
+    normalize_dim,
+    opmath_dtype,
+    promoted_dtype,
+    static_dim,
+    widen,
+)
 
 #: element types onnxruntime's TopK takes
 _TOPK = frozenset(
@@ -152,7 +163,7 @@ def aten_median_dim(ctx: NodeContext, self: ir.Value, dim: int, keepdim: bool = 
         return self, ctx.const(0, INT64)
     axis = normalize_dim(dim, ctx.rank(self))
     n = static_dim(ctx.arg_val(0).shape[axis])
-    return _median(ctx, self, axis, n, keepdim, ctx.node.target._opname == "nanmedian")
+    return _median(ctx, self, axis, n, keepdim, ctx.op_name == "nanmedian")
 
 
 @register("aten::median.default", "aten::nanmedian.default")
@@ -163,7 +174,7 @@ def aten_median(ctx: NodeContext, self: ir.Value) -> ir.Value:
     n = static_dim(ctx.arg_val(0).numel())
     flat = ctx.op("Reshape", self, ctx.const([-1], INT64))
     flat.shape = ir.Shape([n])
-    values, _ = _median(ctx, flat, 0, n, False, ctx.node.target._opname == "nanmedian")
+    values, _ = _median(ctx, flat, 0, n, False, ctx.op_name == "nanmedian")
     return values
 
 
@@ -239,72 +250,7 @@ def aten_quantile(
     interpolation: str = "linear",
 ) -> ir.Value:
     """quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor"""
-    return _quantile(ctx, self, q, dim, keepdim, interpolation, ctx.node.target._opname == "nanquantile")
-
-
-# -- cumulative extrema -----------------------------------------------------------------------------------
-def _cumulative_extremum(ctx: NodeContext, self: ir.Value, dim: int, largest: bool) -> tuple[ir.Value, ir.Value]:
-    """Values and (last) indices of the running max or min, from a ``[..., n, n]`` lower-triangular mask:
-    O(n^2) memory along ``dim``. NaN, once met, stays, with the index of the last NaN."""
-    rank = ctx.rank(self)
-    if rank == 0:
-        return self, ctx.const(0, INT64)
-    axis = normalize_dim(dim, rank)
-    n = static_dim(ctx.arg_val(0).shape[axis])
-    if n is None:
-        raise NotImplementedError("cummax/cummin over a dynamic dimension")
-    dtype = self.dtype
-    c = kernel_dtype("Max", opmath_dtype(dtype) if dtype in FLOAT_TYPES else dtype)
-    x = ctx.cast(self, c)
-    perm = [i for i in range(rank) if i != axis] + [axis]
-    xt = ctx.op("Transpose", x, perm=perm) if axis != rank - 1 else x
-    seen = ctx.const(np.tril(np.ones((n, n), dtype=np.bool_)))  # seen[i, j]: j <= i
-    grid = ctx.op("Unsqueeze", xt, ctx.const([-2], INT64))  # [..., 1, n]
-    floats = c in FLOAT_TYPES
-    if floats:
-        low = float("-inf") if largest else float("inf")
-    else:
-        info = np.iinfo(c.numpy())
-        low = int(info.min) if largest else int(info.max)
-    lowest = ctx.const(low, c)
-    clean = ctx.op("Where", ctx.op("IsNaN", grid), lowest, grid) if floats else grid
-    masked = ctx.op("Where", seen, clean, lowest)  # [..., n, n]
-    values = ctx.op("ReduceMax" if largest else "ReduceMin", masked, ctx.const([-1], INT64), keepdims=0)
-    j = ctx.const(np.arange(n, dtype=np.int64))
-    hit = ctx.op("Equal", clean, ctx.op("Unsqueeze", values, ctx.const([-1], INT64)))
-    if floats:  # NaN: the last NaN so far
-        nan = ctx.op("IsNaN", grid)
-        nan_seen = ctx.op("And", nan, seen)
-        any_nan = ctx.op(
-            "Cast",
-            ctx.op("ReduceMax", ctx.cast(nan_seen, ir.DataType.UINT8), ctx.const([-1], INT64), keepdims=0),
-            to=BOOL,
-        )
-        nan_row = ctx.op("Unsqueeze", any_nan, ctx.const([-1], INT64))
-        hit = ctx.op("Or", ctx.op("And", nan_row, nan), ctx.op("And", ctx.op("Not", nan_row), hit))
-        values = ctx.op("Where", any_nan, ctx.const(float("nan"), c), values)
-    index = ctx.op(
-        "ReduceMax",
-        ctx.op("Where", ctx.op("And", hit, seen), j, ctx.const(-1, INT64)),
-        ctx.const([-1], INT64),
-        keepdims=0,
-    )
-    if axis != rank - 1:
-        inverse = [perm.index(i) for i in range(rank)]
-        values, index = (ctx.op("Transpose", v, perm=inverse) for v in (values, index))
-    return ctx.cast(values, dtype), index
-
-
-@register("aten::cummax.default")
-def aten_cummax(ctx: NodeContext, self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
-    """cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
-    return _cumulative_extremum(ctx, self, dim, True)
-
-
-@register("aten::cummin.default")
-def aten_cummin(ctx: NodeContext, self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
-    """cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
-    return _cumulative_extremum(ctx, self, dim, False)
+    return _quantile(ctx, self, q, dim, keepdim, interpolation, ctx.op_name == "nanquantile")
 
 
 # -- unique -------------------------------------------------------------------------------------------------
@@ -344,7 +290,7 @@ def aten_unique_dim(
 
 
 @register("aten::_unique2.default")
-def aten_unique2(
+def aten__unique2(
     ctx: NodeContext, self: ir.Value, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False)
@@ -382,7 +328,7 @@ def aten_unique_consecutive(
         differs = ctx.op("Cast", differs, to=BOOL)
     first = ctx.op("Greater", n, ctx.const([0], INT64))
     starts = ctx.op("Concat", first, differs, axis=0)
-    values = ctx.cast(ctx.op("Compress", widen(ctx, x, (ir.DataType.BFLOAT16,)), starts, axis=axis), x.dtype)
+    values = ctx.cast(ctx.op("Compress", widen(ctx, x, "Compress"), starts, axis=axis), x.dtype)
     inverse = _empty_int64(ctx)
     if return_inverse:
         inverse = ctx.op("Sub", ctx.op("CumSum", ctx.cast(starts, INT64), ctx.const(0, INT64)), ctx.const(1, INT64))
@@ -564,7 +510,7 @@ def aten_histogram_bin_ct(
     same = ctx.op("Equal", lo, hi)  # a single value: PyTorch's range is that value +- 0.5
     lo = ctx.op("Where", same, ctx.op("Sub", lo, ctx.const(0.5, c)), lo)
     hi = ctx.op("Where", same, ctx.op("Add", hi, ctx.const(0.5, c)), hi)
-    edges = ctx.cast(_linspace(ctx, lo, hi, bins + 1), c)  # as torch.linspace computes them
+    edges = ctx.cast(linspace_values(ctx, lo, hi, bins + 1), c)  # as torch.linspace computes them
     if empty:
         hist = filled(ctx, ctx.const([bins], INT64), dtype, np.nan if density else 0)  # 0 / 0
         return hist, ctx.cast(edges, dtype)

@@ -15,10 +15,97 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
+from ._common import Scalar, binary_formula, float_formula, kernel_op
+
+
+@register("aten::erfc.default")
+def aten_erfc(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """erfc(Tensor self) -> Tensor"""
+    return float_formula(
+        ctx, self, lambda x: ctx.op("Sub", ctx.const(1, x.dtype), kernel_op(ctx, "Erf", x, dtype=x.dtype))
+    )
+
+
+@register("aten::special_ndtr.default")
+def aten_special_ndtr(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """special_ndtr(Tensor self) -> Tensor: the normal CDF, ``(1 + erf(x / sqrt(2))) / 2``."""
+
+    def formula(x: ir.Value) -> ir.Value:
+        erf = kernel_op(ctx, "Erf", ctx.op("Mul", x, ctx.const(math.sqrt(0.5), x.dtype)), dtype=x.dtype)
+        return ctx.op("Mul", ctx.op("Add", erf, ctx.const(1, x.dtype)), ctx.const(0.5, x.dtype))
+
+    return float_formula(ctx, self, formula)
+
+
+@register("aten::sinc.default")
+def aten_sinc(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """sinc(Tensor self) -> Tensor: ``sin(pi x) / (pi x)``, 1 at 0."""
+
+    def formula(x: ir.Value) -> ir.Value:
+        pix = ctx.op("Mul", x, ctx.const(math.pi, x.dtype))
+        ratio = ctx.op("Div", kernel_op(ctx, "Sin", pix, dtype=x.dtype), pix)
+        return ctx.op("Where", ctx.op("Equal", x, ctx.const(0, x.dtype)), ctx.const(1, x.dtype), ratio)
+
+    return float_formula(ctx, self, formula)
+
+
+@register("aten::logit.default")
+def aten_logit(ctx: NodeContext, self: ir.Value, eps: float | None = None) -> ir.Value:
+    """logit(Tensor self, float? eps=None) -> Tensor: ``log(x / (1 - x))``, x clamped to [eps, 1 - eps]."""
+
+    def formula(x: ir.Value) -> ir.Value:
+        if eps is not None:
+            x = ctx.op("Clip", x, ctx.const(eps, x.dtype), ctx.const(1 - eps, x.dtype))
+        return ctx.op("Log", ctx.op("Div", x, ctx.op("Sub", ctx.const(1, x.dtype), x)))
+
+    return float_formula(ctx, self, formula)
+
+
+def _xlog(ctx: NodeContext, self: Scalar, other: Scalar, log: Any) -> ir.Value:
+    """``self * log(other)``, 0 where ``self == 0`` unless ``other`` is NaN."""
+
+    def formula(x: ir.Value, y: ir.Value) -> ir.Value:
+        zero = ctx.const(0, x.dtype)
+        product = ctx.op("Mul", x, log(y))
+        at_zero = ctx.op("And", ctx.op("Equal", x, zero), ctx.op("Not", ctx.op("IsNaN", y)))
+        return ctx.op("Where", at_zero, zero, product)
+
+    return binary_formula(ctx, self, other, formula)
+
+
+@register("aten::xlogy.Tensor", "aten::xlogy.Scalar_Self", "aten::xlogy.Scalar_Other", "aten::special_xlogy.default")
+def aten_xlogy(ctx: NodeContext, self: Scalar, other: Scalar) -> ir.Value:
+    """xlogy.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return _xlog(ctx, self, other, lambda y: ctx.op("Log", y))
+
+
+@register(
+    "aten::special_xlog1py.default", "aten::special_xlog1py.self_scalar", "aten::special_xlog1py.other_scalar"
+)
+def aten_special_xlog1py(ctx: NodeContext, self: Scalar, other: Scalar) -> ir.Value:
+    """special_xlog1py(Tensor self, Tensor other) -> Tensor: ``self * log1p(other)``."""
+    return _xlog(ctx, self, other, lambda y: ctx.op("Log", ctx.op("Add", y, ctx.const(1, y.dtype))))
+
+
+@register("aten::special_entr.default")
+def aten_special_entr(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """special_entr(Tensor self) -> Tensor: ``-x log(x)`` for x > 0, 0 at 0, -inf below."""
+
+    def formula(x: ir.Value) -> ir.Value:
+        zero = ctx.const(0, x.dtype)
+        value = ctx.op("Neg", ctx.op("Mul", x, ctx.op("Log", x)))
+        value = ctx.op("Where", ctx.op("Equal", x, zero), zero, value)
+        return ctx.op("Where", ctx.op("Less", x, zero), ctx.const(float("-inf"), x.dtype), value)
+
+    return float_formula(ctx, self, formula)
+
 
 DOUBLE = ir.DataType.DOUBLE
 
+
 _LANCZOS_G = 7.0
+
+
 _LANCZOS = [
     0.99999999999980993,
     676.5203681218851,
@@ -172,6 +259,8 @@ _GILES_LOW = [
     0.246640727,
     1.50140941,
 ]
+
+
 _GILES_HIGH = [
     -0.000200214257,
     0.000100950558,

@@ -13,7 +13,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._helpers import BOOL, INT64, normalize_dim
+from ._common import BOOL, INT64, normalize_dim
 
 
 @register("aten::sym_size.int")
@@ -37,7 +37,7 @@ def aten_sym_storage_offset(ctx: NodeContext, self: ir.Value) -> int:
 
 
 @register("operator::getitem")
-def getitem(ctx: NodeContext, seq: Any, index: int) -> Any:
+def operator_getitem(ctx: NodeContext, seq: Any, index: int) -> Any:
     """Picks one output of a multi-output node."""
     return seq[index]
 
@@ -57,6 +57,8 @@ def _operand_dtype(a: Any, b: Any) -> ir.DataType:
 
 
 _COMPARE = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}
+
+
 _BINARY = {
     "add": ("Add", operator.add),
     "sub": ("Sub", operator.sub),
@@ -113,12 +115,12 @@ def operator_neg(ctx: NodeContext, a: Any) -> Any:
 
 
 @register("operator::not_", "torch::sym_not")
-def operator_not(ctx: NodeContext, a: Any) -> Any:
+def torch_sym_not(ctx: NodeContext, a: Any) -> Any:
     return (not a) if not isinstance(a, ir.Value) else ctx.op("Not", ctx.cast(a, BOOL))
 
 
 @register("torch::sym_max", "builtins::max")
-def sym_max(ctx: NodeContext, a: Any, b: Any) -> Any:
+def torch_sym_max(ctx: NodeContext, a: Any, b: Any) -> Any:
     if not isinstance(a, ir.Value) and not isinstance(b, ir.Value):
         return max(a, b)
     dtype = ctx.out_dtype
@@ -126,7 +128,7 @@ def sym_max(ctx: NodeContext, a: Any, b: Any) -> Any:
 
 
 @register("torch::sym_min", "builtins::min")
-def sym_min(ctx: NodeContext, a: Any, b: Any) -> Any:
+def torch_sym_min(ctx: NodeContext, a: Any, b: Any) -> Any:
     if not isinstance(a, ir.Value) and not isinstance(b, ir.Value):
         return min(a, b)
     dtype = ctx.out_dtype
@@ -134,12 +136,12 @@ def sym_min(ctx: NodeContext, a: Any, b: Any) -> Any:
 
 
 @register("torch::sym_float")
-def sym_float(ctx: NodeContext, a: Any) -> Any:
+def torch_sym_float(ctx: NodeContext, a: Any) -> Any:
     return float(a) if not isinstance(a, ir.Value) else ctx.cast(a, ctx.out_dtype)
 
 
 @register("torch::sym_int", "math::floor", "math::ceil", "math::trunc")
-def sym_int(ctx: NodeContext, a: Any) -> Any:
+def torch_sym_int(ctx: NodeContext, a: Any) -> Any:
     """Float SymNode to int: floor, ceil or trunc by the target's name."""
     name = getattr(ctx.node.target, "__name__", "sym_int")
     if not isinstance(a, ir.Value):
@@ -153,7 +155,7 @@ def sym_int(ctx: NodeContext, a: Any) -> Any:
 
 
 @register("torch::sym_ite")
-def sym_ite(ctx: NodeContext, b: Any, t: Any, f: Any) -> Any:
+def torch_sym_ite(ctx: NodeContext, b: Any, t: Any, f: Any) -> Any:
     """``t if b else f`` on symbolic values: a Python choice when ``b`` is known, else ``Where``."""
     if not isinstance(b, ir.Value):
         return t if b else f

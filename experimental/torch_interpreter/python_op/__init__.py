@@ -8,25 +8,7 @@
 
 Choose per ``to_onnx`` call with ``autograd_functions="python_op" | "inline" | {cls: mode or output rule}``,
 or per class with the attributes ``onnx_export = "inline"`` and ``onnx_output_rule = staticmethod(...)``.
+
+Import the submodule you need: the converter and the runtime read ``table`` and ``attributes`` and never
+load ``capture`` (the ``torch.export`` hook).
 """
-
-from .attributes import DOMAIN, OP_TYPE, constant_kind, decode_constants, node_attributes
-from .capture import INLINE, MODES, PYTHON_OP, Resolver, capture_autograd_functions, python_op
-from .table import func_name, register_function, resolve_function
-
-__all__ = [
-    "DOMAIN",
-    "INLINE",
-    "MODES",
-    "OP_TYPE",
-    "PYTHON_OP",
-    "Resolver",
-    "capture_autograd_functions",
-    "constant_kind",
-    "decode_constants",
-    "func_name",
-    "node_attributes",
-    "python_op",
-    "register_function",
-    "resolve_function",
-]

@@ -1,0 +1,90 @@
+"""Silent wrong results found by random programs: each test is the smallest program that showed one.
+
+Each compares onnxruntime with eager PyTorch; before its fix, each of these exported without a word and
+gave other numbers than PyTorch.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import Fn, check_model, op_types
+
+
+def test_logcumsumexp_running_maximum():
+    """One maximum per row underflowed the prefixes before it: [-200, -300, 100] gave [-inf, -inf, 100]."""
+    x = torch.tensor([[-200.0, -300.0, 100.0], [1.0, 2.0, 3.0], [float("-inf"), 0.0, float("nan")]])
+    check_model(Fn(lambda x: torch.logcumsumexp(x, 1)), (x,))
+    check_model(Fn(lambda x: torch.logcumsumexp(x, 0)), (x.T.contiguous(),))
+
+
+def test_logcumsumexp_dynamic_axis():
+    check_model(
+        Fn(lambda x: torch.logcumsumexp(x, 1)),
+        (torch.randn(3, 5, 4) * 50,),
+        dynamic_shapes=({0: "a", 1: "n"},),
+        more_inputs=[((torch.randn(2, 7, 4) * 50,), None)],
+        atol=1e-4,
+    )
+
+
+def test_atan2_signed_zeros_and_infinities():
+    """atan2(1, -0.0) gave -pi/2 (eager +pi/2): the sign bit of a zero decides the quadrant."""
+    inf, nan = float("inf"), float("nan")
+    y = torch.tensor([1.0, -0.0, 0.0, -0.0, 0.0, inf, -inf, inf, 2.0, -2.0, -1.0])
+    x = torch.tensor([-0.0, -1.0, -1.0, 0.0, 0.0, inf, inf, -inf, nan, 3.0, -0.0])
+    check_model(Fn(torch.atan2), (y, x), atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_integer_clamp_of_relu(dtype):
+    """clamp(relu(int), 1, 3): onnxruntime's optimizer fused Relu+Clip wrongly on integers."""
+    x = torch.tensor([-3, 0, 1, 2, 5, 9], dtype=dtype)
+    onx = check_model(Fn(lambda x: torch.clamp(torch.relu(x), 1, 3)), (x,))
+    assert "Clip" not in op_types(onx)
+
+
+@pytest.mark.parametrize("size", [(5, 7), (6, 6)])
+def test_adaptive_avg_pool_keeps_inf_and_nan_in_their_windows(size):
+    """Non-divisible sizes were a MatMul by averaging matrices: inf * 0 put NaN in every other window."""
+    x = torch.randn(1, 2, *size)
+    x[0, 0, 0, 0] = float("inf")
+    x[0, 1, -1, -1] = float("nan")
+    check_model(Fn(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (3, 4))), (x,))
+
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_max_pool_propagates_nan(padding):
+    """onnxruntime's MaxPool skips NaN; a window of NaN and padding gave -3.4e38."""
+    x = torch.randn(1, 1, 4, 4)
+    x[0, 0, 0, 0] = float("nan")
+    x[0, 0, 2, 3] = float("nan")
+    check_model(Fn(lambda x: torch.nn.functional.max_pool2d(x, 2, 2, padding)), (x,))
+    check_model(Fn(lambda x: torch.nn.functional.max_pool1d(x[0], 3, 1, padding)), (x,))
+
+
+class _DropoutThenWrite(torch.nn.Module):
+    def forward(self, x):
+        y = torch.nn.functional.dropout(x, 0.5, training=False)  # ATen returns x itself
+        y.mul_(2)
+        return x + 0
+
+
+def test_write_through_eval_dropout_reaches_its_input():
+    """The write into dropout's output was lost: the ONNX model returned x, eager 2 * x."""
+    check_model(_DropoutThenWrite(), (torch.randn(3, 4),))
+
+
+class _EinsumThenWrite(torch.nn.Module):
+    def forward(self, x):
+        y = torch.einsum("ij->ji", x)  # a view of x at run time, a new tensor by its schema
+        y.mul_(3)
+        return x + 0
+
+
+def test_write_through_einsum_view_is_a_clear_error():
+    from experimental.torch_interpreter import to_onnx
+    from experimental.torch_interpreter.errors import ConversionError
+
+    with pytest.raises(ConversionError, match="einsum.*clone"):
+        to_onnx(_EinsumThenWrite(), (torch.randn(3, 4),))

@@ -1,0 +1,418 @@
+"""Pooling: max/avg pools, adaptive pools, max unpooling and the max-pooling gradient.
+
+Inputs without a batch dimension get one for the ONNX op. Kernel, stride, padding and dilation must be
+static; spatial sizes may be dynamic unless said otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+
+from ..context import NodeContext
+from ..dtypes import FLOAT_TYPES
+from ..registry import register
+from ._common import (
+    FLOAT,
+    INT64,
+    Ints,
+    dim_of,
+    filled,
+    kernel_dtype,
+    kernel_op,
+    opmath_dtype,
+    scatter_elements,
+    spatial_dims,
+    spatial_ints,
+    static_shape,
+    uses_output,
+    with_batch,
+)
+
+
+def _spatial_rank(ctx: NodeContext) -> int:
+    """1, 2 or 3 from the name of the aten op (``max_pool2d...``)."""
+    name = ctx.op_name
+    for n in (1, 2, 3):
+        if f"{n}d" in name:
+            return n
+    raise ValueError(f"cannot tell the spatial rank of {name}")
+
+
+def _pool_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's output size of a pooling window (``pooling_output_shape``)."""
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _pool_pads(
+    ctx: NodeContext, x: ir.Value, k: Ints, s: Ints, p: Ints, d: Ints, ceil_mode: bool
+) -> tuple[list[int], bool]:
+    """ONNX ``pads`` and ``ceil_mode`` giving PyTorch's output size.
+
+    Before opset 22, ONNX's ceil mode also counts a last window starting in the right padding, which
+    PyTorch drops: that window is removed by shortening the end padding in floor mode.
+    """
+    pads = list(p) + list(p)
+    if not ceil_mode or ctx.opset >= 22:
+        return pads, ceil_mode
+    dims = spatial_dims(x, len(k))
+    if any(v is None for v in dims):
+        return pads, ceil_mode  # onnxruntime computes PyTorch's size; shapes stay symbolic
+    naive = [_pool_size(n, *a, False) for n, a in zip(dims, zip(k, s, p, d))]
+    torch_ = [_pool_size(n, *a, True) for n, a in zip(dims, zip(k, s, p, d))]
+    onnx_ceil = [-(-(n + 2 * pi - di * (ki - 1) - 1) // si) + 1 for n, ki, si, pi, di in zip(dims, k, s, p, d)]
+    if torch_ == onnx_ceil:
+        return pads, True
+    if torch_ == naive:
+        return pads, False
+    ends = [
+        pi if o == f else (o - 1) * si + di * (ki - 1) + 1 - n - pi
+        for o, f, n, ki, si, pi, di in zip(torch_, naive, dims, k, s, p, d)
+    ]
+    return list(p) + ends, False
+
+
+def _plane_indices(ctx: NodeContext, x: ir.Value, indices: ir.Value, n: int) -> ir.Value:
+    """ONNX MaxPool indices count over the whole tensor, PyTorch's over one ``(H, W)`` plane."""
+    dims = spatial_dims(x, n)
+    if all(d is not None for d in dims):
+        plane = ctx.const(math.prod(dims), INT64)
+    else:
+        plane = ctx.op("ReduceProd", ctx.op("Shape", x, start=2), keepdims=0)
+    return ctx.op("Mod", indices, plane)
+
+
+def _max_pool(
+    ctx: NodeContext, x: ir.Value, k: Ints, s: Ints, p: Ints, d: Ints, ceil_mode: bool, with_indices: bool
+) -> Any:
+    n = len(k)
+    dtype = ctx.out_dtype
+    compute = kernel_dtype("MaxPool", dtype)
+    if compute in (ir.DataType.INT32, INT64):  # no integer MaxPool kernel: double holds them exactly
+        compute = ir.DataType.DOUBLE
+
+    def pool(x: ir.Value) -> Any:
+        pads, ceil = _pool_pads(ctx, x, k, s, p, d, ceil_mode)
+        attrs = {"kernel_shape": list(k), "strides": list(s), "pads": pads, "ceil_mode": int(ceil)}
+        if any(v != 1 for v in d):
+            attrs["dilations"] = list(d)
+        xc = ctx.cast(x, compute)
+        if not with_indices:
+            return ctx.cast(_nan_propagated(ctx, xc, ctx.op("MaxPool", xc, **attrs), attrs), dtype), None
+        values, indices = ctx.op("MaxPool", xc, num_outputs=2, **attrs)
+        indices.dtype = INT64
+        return ctx.cast(_nan_propagated(ctx, xc, values, attrs), dtype), _plane_indices(ctx, x, indices, n)
+
+    return with_batch(ctx, x, n, pool)
+
+
+def _nan_propagated(ctx: NodeContext, x: ir.Value, pooled: ir.Value, attrs: dict) -> ir.Value:
+    """``pooled`` (MaxPool of ``x``) with NaN where the window holds a NaN, as PyTorch: onnxruntime's
+    MaxPool skips NaN (and a window of NaN and padding gives the lowest float)."""
+    if x.dtype not in FLOAT_TYPES:
+        return pooled
+    has_nan = ctx.op("MaxPool", ctx.cast(ctx.op("IsNaN", x), x.dtype), **attrs)
+    return ctx.op("Where", ctx.op("Greater", has_nan, ctx.const(0, x.dtype)), ctx.const(float("nan"), x.dtype), pooled)
+
+
+@register("aten::max_pool1d.default", "aten::max_pool2d.default", "aten::max_pool3d.default")
+def aten_max_pool(
+    ctx: NodeContext,
+    self: ir.Value,
+    kernel_size: Ints,
+    stride: Ints = (),
+    padding: Ints = (0,),
+    dilation: Ints = (1,),
+    ceil_mode: bool = False,
+) -> ir.Value:
+    """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1,
+    bool ceil_mode=False) -> Tensor"""
+    n = _spatial_rank(ctx)
+    k = spatial_ints(kernel_size, n, "kernel_size")
+    args = k, spatial_ints(stride, n, "stride", k), spatial_ints(padding, n, "padding"), spatial_ints(dilation, n, "dilation")
+    return _max_pool(ctx, self, *args, ceil_mode, False)[0]
+
+
+@register(
+    "aten::max_pool1d_with_indices.default",
+    "aten::max_pool2d_with_indices.default",
+    "aten::max_pool3d_with_indices.default",
+)
+def aten_max_pool_with_indices(
+    ctx: NodeContext,
+    self: ir.Value,
+    kernel_size: Ints,
+    stride: Ints = (),
+    padding: Ints = (0,),
+    dilation: Ints = (1,),
+    ceil_mode: bool = False,
+) -> tuple[ir.Value, ir.Value | None]:
+    """max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
+    int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
+
+    The indices (flat over each ``(H, W)`` plane) are computed only when the graph reads them.
+    """
+    n = _spatial_rank(ctx)
+    k = spatial_ints(kernel_size, n, "kernel_size")
+    args = k, spatial_ints(stride, n, "stride", k), spatial_ints(padding, n, "padding"), spatial_ints(dilation, n, "dilation")
+    return _max_pool(ctx, self, *args, ceil_mode, uses_output(ctx, 1))
+
+
+@register("aten::avg_pool1d.default", "aten::avg_pool2d.default", "aten::avg_pool3d.default")
+def aten_avg_pool(
+    ctx: NodeContext,
+    self: ir.Value,
+    kernel_size: Ints,
+    stride: Ints = (),
+    padding: Ints = (0,),
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> ir.Value:
+    """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False,
+    bool count_include_pad=True, int? divisor_override=None) -> Tensor
+
+    With ``divisor_override``, a depthwise Conv of ones sums each window.
+    """
+    n = _spatial_rank(ctx)
+    k = spatial_ints(kernel_size, n, "kernel_size")
+    s, p, d = spatial_ints(stride, n, "stride", k), spatial_ints(padding, n, "padding"), [1] * n
+    dtype = ctx.out_dtype
+
+    def pool(x: ir.Value) -> ir.Value:
+        if divisor_override is not None:
+            return _window_sum(ctx, x, k, s, p, ceil_mode, divisor_override)
+        pads, ceil = _pool_pads(ctx, x, k, s, p, d, ceil_mode)
+        include = count_include_pad
+        if include and pads[n:] != list(p):
+            # the last window passes the padding: PyTorch divides by its part inside the padded input
+            if any(p):
+                x = ctx.op("Pad", x, ctx.const([0, 0, *p, 0, 0, *p], INT64))
+            pads, include = [0] * n + [e - pi for e, pi in zip(pads[n:], p)], False
+        attrs = {"kernel_shape": list(k), "strides": list(s), "pads": pads, "ceil_mode": int(ceil)}
+        if not dtype.is_floating_point():  # integers: in float32, truncated as PyTorch's integer division
+            y = ctx.op("AveragePool", ctx.cast(x, FLOAT), count_include_pad=int(include), **attrs)
+            return ctx.cast(y, dtype)
+        return kernel_op(ctx, "AveragePool", x, dtype=dtype, count_include_pad=int(include), **attrs)
+
+    return with_batch(ctx, self, n, pool)
+
+
+def _window_sum(ctx: NodeContext, x: ir.Value, k: Ints, s: Ints, p: Ints, ceil_mode: bool, divisor: int) -> ir.Value:
+    n = len(k)
+    channels = x.shape[1]
+    if not isinstance(channels, int):
+        raise NotImplementedError("avg_pool with divisor_override needs a static number of channels")
+    pads = list(p) * 2
+    if ceil_mode:
+        dims = spatial_dims(x, n)
+        if any(v is None for v in dims):
+            raise NotImplementedError("avg_pool with divisor_override and ceil_mode needs static spatial sizes")
+        out = [_pool_size(size, ki, si, pi, 1, True) for size, ki, si, pi in zip(dims, k, s, p)]
+        ends = [
+            pi if o == _pool_size(size, ki, si, pi, 1, False) else (o - 1) * si + ki - size - pi
+            for o, size, ki, si, pi in zip(out, dims, k, s, p)
+        ]
+        pads = list(p) + ends
+    dtype = ctx.out_dtype
+    c = dtype if dtype.is_floating_point() else FLOAT  # integers: truncated as PyTorch's integer division
+    ones = ctx.const(np.ones((channels, 1, *k), dtype=np.float32), c)
+    total = kernel_op(ctx, "Conv", ctx.cast(x, c), ones, dtype=c, strides=list(s), pads=pads, group=channels)
+    return ctx.cast(ctx.op("Div", total, ctx.const(float(divisor), c)), dtype)
+
+
+def _adaptive_kernel(x: ir.Value, output_size: Any, op: str) -> list[int]:
+    """Kernel (and stride) of a regular pooling equal to the adaptive one, or NotImplementedError."""
+    n = len(output_size)
+    dims = spatial_dims(x, n)
+    if any(d is None for d in dims) or not all(isinstance(o, int) for o in output_size):
+        raise NotImplementedError(
+            f"{op} to {list(output_size)} needs static input and output sizes, unless the output size is 1"
+        )
+    if any(d % o for d, o in zip(dims, output_size)):
+        raise NotImplementedError(
+            f"{op} from {dims} to {list(output_size)}: only input sizes that are multiples of the output size "
+            "are supported (ONNX has no adaptive pooling)"
+        )
+    return [d // o for d, o in zip(dims, output_size)]
+
+
+def _window_means(ctx: NodeContext, x: ir.Value, size: int, out: int) -> ir.Value:
+    """Means of PyTorch's adaptive windows ``[floor(i*size/out), ceil((i+1)*size/out))`` along the last axis
+    of ``x``: each window gathered (padded to the longest), padding replaced by 0, summed, divided by its
+    length. A product by an averaging matrix would let an inf or NaN leak into other windows (inf * 0)."""
+    bounds = [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+    k = max(e - s for s, e in bounds)
+    index = np.array([[min(s + j, e - 1) for j in range(k)] for s, e in bounds], dtype=np.int64)
+    valid = np.array([[s + j < e for j in range(k)] for s, e in bounds])
+    lengths = np.array([e - s for s, e in bounds])
+    windows = ctx.op("Gather", x, ctx.const(index), axis=-1)  # [..., out, k]
+    windows = ctx.op("Where", ctx.const(valid), windows, ctx.const(0, x.dtype))
+    total = ctx.op("ReduceSum", windows, ctx.const([-1], INT64), keepdims=0)
+    return ctx.op("Div", total, ctx.const(lengths.astype(x.dtype.numpy())))
+
+
+@register(
+    "aten::adaptive_avg_pool1d.default",
+    "aten::adaptive_avg_pool2d.default",
+    "aten::adaptive_avg_pool3d.default",
+    "aten::_adaptive_avg_pool2d.default",
+    "aten::_adaptive_avg_pool3d.default",
+)
+def aten_adaptive_avg_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) -> ir.Value:
+    """adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor
+
+    GlobalAveragePool for an output size of 1, AveragePool when the sizes divide, else (static 1-D or 2-D
+    sizes) the means of PyTorch's overlapping windows, one axis at a time.
+    """
+    n = len(output_size)
+    dtype = ctx.out_dtype
+    out_shape = [d if isinstance(d, int) else None for d in ctx.val.shape]
+    if 0 in out_shape and None not in out_shape:  # empty: onnxruntime's MatMul rejects some empty inputs
+        return filled(ctx, ctx.const(out_shape, INT64), dtype)
+
+    def pool(x: ir.Value) -> ir.Value:
+        if all(isinstance(o, int) and o == 1 for o in output_size):
+            return kernel_op(ctx, "GlobalAveragePool", x, dtype=dtype)
+        dims = spatial_dims(x, n)
+        static = all(d is not None for d in dims) and all(isinstance(o, int) for o in output_size)
+        if static and any(d % o for d, o in zip(dims, output_size)):
+            # averaging is separable: one axis at a time, moved last
+            c = opmath_dtype(dtype)
+            y = ctx.cast(x, c)
+            for i, (size, out) in enumerate(zip(dims, output_size)):
+                if size == out:
+                    continue
+                axis = 2 + i
+                perm = [a for a in range(n + 2) if a != axis] + [axis]
+                moved = ctx.op("Transpose", y, perm=perm) if axis != n + 1 else y
+                moved = _window_means(ctx, moved, size, out)
+                y = ctx.op("Transpose", moved, perm=[perm.index(a) for a in range(n + 2)]) if axis != n + 1 else moved
+            return ctx.cast(y, dtype)
+        kernel = _adaptive_kernel(x, output_size, "adaptive_avg_pool")
+        return kernel_op(ctx, "AveragePool", x, dtype=dtype, kernel_shape=kernel, strides=kernel)
+
+    return with_batch(ctx, self, n, pool)
+
+
+@register(
+    "aten::adaptive_max_pool1d.default", "aten::adaptive_max_pool2d.default", "aten::adaptive_max_pool3d.default"
+)
+def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) -> tuple[ir.Value, ir.Value | None]:
+    """adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
+
+    GlobalMaxPool for an output size of 1 without indices, else MaxPool when the sizes divide.
+    """
+    n = len(output_size)
+    dtype = ctx.out_dtype
+    with_indices = uses_output(ctx, 1)
+    if all(o == 1 for o in output_size) and not with_indices:
+        return with_batch(ctx, self, n, lambda x: kernel_op(ctx, "GlobalMaxPool", x, dtype=dtype)), None
+    dims = spatial_dims(self, n)
+    if all(d is not None for d in dims) and any(d % o for d, o in zip(dims, output_size)):
+        return with_batch(ctx, self, n, lambda x: _adaptive_max_windows(ctx, x, dims, list(output_size)))
+    kernel = _adaptive_kernel(self, output_size, "adaptive_max_pool")
+    return _max_pool(ctx, self, kernel, kernel, [0] * n, [1] * n, False, with_indices)
+
+
+def _adaptive_max_windows(ctx: NodeContext, x: ir.Value, dims: list[int], output_size: list[int]):
+    """Adaptive max pooling of overlapping windows: each output position gathers the flat positions of its
+    window (padded by repeating its last one), then ReduceMax and ArgMax (first maximum, as PyTorch)."""
+    windows = []
+    for size, out in zip(dims, output_size):
+        bounds = [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+        k = max(e - s for s, e in bounds)
+        windows.append(np.array([[min(s + j, e - 1) for j in range(k)] for s, e in bounds], dtype=np.int64))
+    n = len(dims)
+    flat = np.zeros([*output_size, *[w.shape[1] for w in windows]], dtype=np.int64)
+    for i, w in enumerate(windows):  # flat position = sum of coordinate * stride
+        stride = int(np.prod(dims[i + 1 :]))
+        shape = [1] * (2 * n)
+        shape[i], shape[n + i] = w.shape
+        flat = flat + (w * stride).reshape(shape)
+    flat = flat.reshape(*output_size, -1)
+    dtype = ctx.out_dtype
+    c = kernel_dtype("ReduceMax", dtype)
+    batch = ctx.op("Shape", x, start=0, end=2)
+    planes = ctx.op("Reshape", ctx.cast(x, c), ctx.op("Concat", batch, ctx.const([-1], INT64), axis=0))
+    gathered = ctx.op("Gather", planes, ctx.const(flat), axis=2)  # [N, C, *out, K]
+    values = ctx.cast(ctx.op("ReduceMax", gathered, ctx.const([-1], INT64), keepdims=0), dtype)
+    arg = ctx.op("ArgMax", gathered, axis=-1, keepdims=1)
+    table = ctx.const(flat)
+    index = ctx.op("Squeeze", ctx.op("GatherElements", ctx.op("Expand", table, ctx.op("Shape", gathered)), arg,
+                                     axis=-1), ctx.const([-1], INT64))
+    return values, index
+
+
+def _unpool(ctx: NodeContext, values: ir.Value, indices: ir.Value, out_spatial: Sequence[int], reduction: str | None):
+    """Scatters ``values`` at the plane positions ``indices`` (both ``[N, C, *in]`` or ``[C, *in]``) into zeros
+    of shape ``[N, C, *out_spatial]``."""
+    k = len(out_spatial)
+    lead = [dim_of(ctx, values, i) for i in range(ctx.rank(values) - k)]
+    flat_shape = ctx.int64s([*lead, -1])
+    plane = int(np.prod(out_spatial))
+    dtype = ctx.out_dtype
+    c = ir.DataType.FLOAT if dtype == ir.DataType.BFLOAT16 else dtype  # no bfloat16 ConstantOfShape before opset 20
+    zeros = ctx.op(
+        "ConstantOfShape", ctx.int64s([*lead, plane]), value=ir.tensor(np.zeros(1, dtype=c.numpy()), dtype=c)
+    )
+    out = scatter_elements(
+        ctx,
+        "ScatterElements",
+        zeros,
+        ctx.op("Reshape", indices, flat_shape),
+        ctx.op("Reshape", ctx.cast(values, c), flat_shape),
+        reduction,
+        axis=len(lead),
+    )
+    return ctx.cast(ctx.op("Reshape", out, ctx.int64s([*lead, *out_spatial])), dtype)
+
+
+@register("aten::max_unpool2d.default")
+def aten_max_unpool2d(ctx: NodeContext, self: ir.Value, indices: ir.Value, output_size: Sequence[int]) -> ir.Value:
+    """max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor: ``ScatterElements`` of the
+    values at their positions in each output plane."""
+    return _unpool(ctx, self, indices, list(output_size), None)
+
+
+@register("aten::max_unpool3d.default")
+def aten_max_unpool3d(
+    ctx: NodeContext,
+    self: ir.Value,
+    indices: ir.Value,
+    output_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+) -> ir.Value:
+    """max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor"""
+    return _unpool(ctx, self, indices, list(output_size), None)
+
+
+@register("aten::max_pool2d_with_indices_backward.default", "aten::max_pool3d_with_indices_backward.default")
+def aten_max_pool2d_with_indices_backward(
+    ctx: NodeContext,
+    grad_output: ir.Value,
+    self: ir.Value,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    ceil_mode: bool,
+    indices: ir.Value,
+) -> ir.Value:
+    """max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride,
+    int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor: the gradients summed at the
+    positions of the maxima."""
+    shape = static_shape(ctx.arg_val(1))
+    if shape is None:
+        raise NotImplementedError("max_pool_with_indices_backward with a dynamic input shape")
+    k = 3 if ctx.op_name.startswith("max_pool3d") else 2
+    return _unpool(ctx, grad_output, indices, shape[-k:], "add")
