@@ -71,7 +71,8 @@ def op_types(onx: onnx.ModelProto) -> list[str]:
 
 
 class Fn(torch.nn.Module):
-    """Wraps a function of tensors into a module, for one-op tests: ``Fn(lambda x: x.relu())``."""
+    """Wraps a function of tensors into a module, for one-op tests: ``Fn(lambda x: x.relu())``.
+    Its inputs are positional: ``dynamic_shapes`` takes one entry per tensor, ``({0: "batch"},)``."""
 
     def __init__(self, fn):
         super().__init__()
@@ -79,3 +80,65 @@ class Fn(torch.nn.Module):
 
     def forward(self, *args):
         return self.fn(*args)
+
+
+def rand(
+    *shape: int,
+    dtype: torch.dtype = torch.float32,
+    low: float = -3.0,
+    high: float = 3.0,
+    nonzero: bool = False,
+    seed: int | None = None,
+    normal: bool = False,
+    p_true: float = 0.5,
+) -> torch.Tensor:
+    """A random tensor of ``shape`` (no shape: a 0-D tensor) and ``dtype``.
+
+    * floating dtypes: uniform in ``[low, high)``; with ``normal=True`` standard normal, clipped to
+      ``[low, high]``; ``nonzero=True`` replaces the values of magnitude below 0.1 by 0.5;
+    * integer dtypes: uniform in ``[low, high]`` (both included); ``nonzero=True`` replaces 0 by 1;
+    * bool: true with probability ``p_true``.
+
+    ``seed=None`` draws from PyTorch's global generator (two calls give two different tensors),
+    an integer from a generator of its own (the same tensor at each call).
+    """
+    gen = None if seed is None else torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=gen) > 1 - p_true
+    if not dtype.is_floating_point:
+        if not dtype.is_signed:
+            low = max(low, 0)
+        t = torch.randint(int(low), int(high) + 1, shape, generator=gen, dtype=dtype)
+        return torch.where(t == 0, torch.ones_like(t), t) if nonzero else t
+    if normal:
+        t = torch.randn(shape, generator=gen).clamp(low, high)
+    else:
+        t = torch.rand(shape, generator=gen) * (high - low) + low
+    if nonzero:
+        t = torch.where(t.abs() < 0.1, torch.full_like(t, 0.5), t)
+    return t.to(dtype)
+
+
+#: names of the dynamic axes of :func:`check_dynamic`
+_AXIS_NAMES = {0: "batch", 1: "c", 2: "h", 3: "w", 4: "d"}
+
+
+def check_dynamic(
+    model: Any,
+    x: torch.Tensor,
+    dynamic: Sequence[int] = (0,),
+    other: torch.Tensor | None = None,
+    grow: int = 3,
+    **kwargs: Any,
+) -> onnx.ModelProto:
+    """:func:`check_model` of ``model(x)`` (a module or a function of one tensor) exported with the axes
+    ``dynamic`` of ``x`` dynamic (axis 0 named ``batch``), checked on ``x`` and on ``other``, by default
+    a standard normal tensor of ``x``'s dtype with ``grow`` more on each dynamic axis."""
+    if not isinstance(model, torch.nn.Module):
+        model = Fn(model)
+    dynamic = [d % x.dim() for d in dynamic]
+    if other is None:
+        shape = [s + grow if i in dynamic else s for i, s in enumerate(x.shape)]
+        other = rand(*shape, dtype=x.dtype, normal=True)
+    dynamic_shapes = ({i: _AXIS_NAMES.get(i, f"dim{i}") for i in dynamic},)
+    return check_model(model, (x,), dynamic_shapes=dynamic_shapes, more_inputs=[((other,), None)], **kwargs)

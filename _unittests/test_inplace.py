@@ -1,20 +1,18 @@
 """In-place ops and mutations through views, translated as torch.export leaves them (no functionalization)."""
 
+import functools
+
 import pytest
 import torch
-from helpers import Fn, check_model, op_types
+from helpers import Fn, check_model, op_types, rand
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.aliasing import needs_tracking
 from experimental.torch_interpreter.registry import Registry, default_registry
 
 
-def _x(*shape, dtype=torch.float32):
-    if dtype == torch.bool:
-        return torch.rand(shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 5, shape, dtype=dtype)
-    return torch.randn(shape).to(dtype)
+#: standard normal floats, integers in [-5, 4]
+_x = functools.partial(rand, low=-5, high=4, normal=True)
 
 
 def _cl(fn):

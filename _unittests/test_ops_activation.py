@@ -5,19 +5,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
-from helpers import check_model, op_types
-
-
-class One(nn.Module):
-    """A named input, for dynamic_shapes."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
+from helpers import Fn, check_dynamic, check_model, op_types
 
 torch.manual_seed(0)
 X = torch.randn(2, 4, 3, 6) * 3
@@ -39,14 +27,14 @@ CASES = {
     "silu": (nn.SiLU(), ["Sigmoid", "Mul"]),
     "sigmoid": (nn.Sigmoid(), ["Sigmoid"]),
     "softmax": (nn.Softmax(1), ["Softmax"]),
-    "softmax_neg": (One(lambda x: torch.softmax(x, -1)), ["Softmax"]),
+    "softmax_neg": (Fn(lambda x: torch.softmax(x, -1)), ["Softmax"]),
     "log_softmax": (nn.LogSoftmax(-2), ["LogSoftmax"]),
-    "_softmax": (One(lambda x: torch._softmax(x, 2, False)), ["Softmax"]),
-    "_log_softmax": (One(lambda x: torch._log_softmax(x, 0, False)), ["LogSoftmax"]),
+    "_softmax": (Fn(lambda x: torch._softmax(x, 2, False)), ["Softmax"]),
+    "_log_softmax": (Fn(lambda x: torch._log_softmax(x, 0, False)), ["LogSoftmax"]),
     "leaky_relu": (nn.LeakyReLU(0.2), ["LeakyRelu"]),
     "elu": (nn.ELU(0.5), ["Elu"]),
-    "elu_scaled": (One(lambda x: torch.ops.aten.elu(x, 1.5, 2.0, 0.5)), None),
-    "elu_scale_only": (One(lambda x: torch.ops.aten.elu(x, 1.5, 2.0)), ["Elu", "Mul"]),
+    "elu_scaled": (Fn(lambda x: torch.ops.aten.elu(x, 1.5, 2.0, 0.5)), None),
+    "elu_scale_only": (Fn(lambda x: torch.ops.aten.elu(x, 1.5, 2.0)), ["Elu", "Mul"]),
     "selu": (nn.SELU(), ["Selu"]),
     "celu": (nn.CELU(0.7), ["Celu"]),
     "hardsigmoid": (nn.Hardsigmoid(), ["HardSigmoid"]),
@@ -72,7 +60,7 @@ def test_activation(name):
     if isinstance(model, nn.PReLU):
         with torch.no_grad():
             model.weight.copy_(torch.linspace(-0.5, 0.5, model.weight.numel()))
-    onx = check_model(model, (X,), dynamic_shapes=DYN, more_inputs=[((X2,), None)])
+    onx = check_dynamic(model, X, other=X2)
     if expected is not None:
         assert _ops(onx) == expected
 
@@ -96,7 +84,7 @@ def test_inplace_overloads():
             F.rrelu(x.clone(), inplace=True),
         )
 
-    check_model(One(fn), (X,), dynamic_shapes=DYN, more_inputs=[((X2,), None)])
+    check_dynamic(Fn(fn), X, other=X2)
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
@@ -119,27 +107,27 @@ def test_float64(name):
 
 
 def test_softmax_dtype():
-    model = One(lambda x: (F.softmax(x, 1, dtype=torch.float64), F.log_softmax(x.half(), -1, dtype=torch.float32)))
-    onx = check_model(model, (X,), dynamic_shapes=DYN, more_inputs=[((X2,), None)])
+    model = Fn(lambda x: (F.softmax(x, 1, dtype=torch.float64), F.log_softmax(x.half(), -1, dtype=torch.float32)))
+    onx = check_dynamic(model, X, other=X2)
     assert op_types(onx) == ["Cast", "Softmax", "Cast", "Cast", "LogSoftmax"]
 
 
 def test_softmax_half_to_float():
     # eager PyTorch refuses half_to_float on CPU: compare with the softmax of the float32 input
     x = X.half()
-    onx = to_onnx(One(lambda x: torch._softmax(x, -1, True)), (x,))
+    onx = to_onnx(Fn(lambda x: torch._softmax(x, -1, True)), (x,))
     got = InferenceSession(onx, providers=["CPUExecutionProvider"]).run(None, {onx.graph.input[0].name: x.numpy()})[0]
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, torch.softmax(x.float(), -1).numpy(), atol=1e-6)
 
 
 def test_softmax_scalar():
-    check_model(One(lambda x: (x.softmax(0), x.log_softmax(-1))), (torch.tensor(2.5),))
+    check_model(Fn(lambda x: (x.softmax(0), x.log_softmax(-1))), (torch.tensor(2.5),))
 
 
 def test_integer_inputs():
     x = torch.randint(-5, 5, (3, 4))
-    model = One(
+    model = Fn(
         lambda x: (torch.relu(x), F.hardtanh(x, -2, 3), torch.sigmoid(x), torch.softmax(x, -1, dtype=torch.float32))
     )
     check_model(model, (x,))
@@ -147,19 +135,19 @@ def test_integer_inputs():
 
 def test_bfloat16_runs_in_float():
     x = X.bfloat16()
-    onx = check_model(One(lambda x: (torch.relu(x), F.gelu(x), torch.sigmoid(x))), (x,), atol=1e-2, rtol=1e-2)
+    onx = check_model(Fn(lambda x: (torch.relu(x), F.gelu(x), torch.sigmoid(x))), (x,), atol=1e-2, rtol=1e-2)
     assert "Cast" in op_types(onx)
 
 
 def test_prelu_low_rank():
     check_model(nn.PReLU(1, 0.2), (torch.randn(4),))
     model = nn.PReLU(4, 0.2)
-    check_model(model, (torch.randn(3, 4),), dynamic_shapes=DYN, more_inputs=[((torch.randn(6, 4),), None)])
+    check_dynamic(model, torch.randn(3, 4), other=torch.randn(6, 4))
 
 
 def test_rrelu_training_draws_slopes_in_range():
     """Random slopes cannot match PyTorch's draw: check the law instead (x if x >= 0, else x * U[lower, upper))."""
-    onx = to_onnx(One(lambda x: F.rrelu(x, 0.1, 0.3, training=True)), (X,))
+    onx = to_onnx(Fn(lambda x: F.rrelu(x, 0.1, 0.3, training=True)), (X,))
     x = torch.randn(*X.shape)
     (y,) = InferenceSession(onx).run(None, {onx.graph.input[0].name: x})
     x, y = x.numpy(), y

@@ -3,7 +3,7 @@ import operator
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
+from helpers import Fn, check_model, op_types, rand
 
 aten = torch.ops.aten
 OPS = {
@@ -24,11 +24,10 @@ class Two(torch.nn.Module):
 
 
 def _x(*shape, dtype=torch.float32):
-    if dtype == torch.bool:
-        return torch.rand(*shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-2, 3, shape, dtype=dtype)
-    return torch.randint(-4, 5, shape).to(dtype) / 2  # many ties
+    """Integers in [-2, 2], floats multiple of 0.5 in [-2, 2]: many ties."""
+    if dtype.is_floating_point:
+        return rand(*shape, dtype=torch.int64, low=-4, high=4).to(dtype) / 2
+    return rand(*shape, dtype=dtype, low=-2, high=2)
 
 
 @pytest.mark.parametrize("name", OPS)

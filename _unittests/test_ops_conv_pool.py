@@ -3,19 +3,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from helpers import check_model, op_types
-
-
-class One(nn.Module):
-    """A named input, for dynamic_shapes."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
+from helpers import Fn, check_dynamic, check_model, op_types
 
 torch.manual_seed(0)
 X1, X2, X3 = torch.randn(2, 4, 9), torch.randn(2, 4, 9, 8), torch.randn(2, 4, 5, 6, 7)
@@ -26,12 +14,9 @@ def _ops(onx):
 
 
 def _check(model, x, dynamic=(0,), expected=None, **kwargs):
-    """Dynamic batch (and other axes), checked on a second shape with 3 more on each dynamic axis."""
-    names = {0: "batch", 2: "h", 3: "w", 4: "d"}
-    other = torch.randn(*[s + 3 if i in dynamic else s for i, s in enumerate(x.shape)], dtype=x.dtype)
-    onx = check_model(
-        model, (x,), dynamic_shapes=({i: names[i] for i in dynamic},), more_inputs=[((other,), None)], **kwargs
-    )
+    """Dynamic batch (and other axes), checked on a second shape with 3 more on each dynamic axis;
+    ``expected``: the ONNX op types without Constant."""
+    onx = check_dynamic(model, x, dynamic, **kwargs)
     if expected is not None:
         assert _ops(onx) == expected
     return onx
@@ -76,7 +61,7 @@ def test_convolution(transposed):
         return torch.convolution(x, w, b, [2, 1], [1, 0], [1, 2], transposed, [1, 0] if transposed else [0, 0], 1)
 
     op = "ConvTranspose" if transposed else "Conv"
-    _check(One(fn), X2 if transposed else torch.randn(2, 3, 9, 8), expected=[op])
+    _check(Fn(fn), X2 if transposed else torch.randn(2, 3, 9, 8), expected=[op])
 
 
 def test_conv_unbatched():
@@ -102,7 +87,7 @@ POOLS = {
     "max_pool2d_indices": (nn.MaxPool2d(3, 2, 1, return_indices=True), X2, ["MaxPool", "Mod"]),
     "max_pool2d_indices_dilation": (nn.MaxPool2d(2, 1, dilation=2, return_indices=True), X2, ["MaxPool", "Mod"]),
     "max_pool3d_indices": (nn.MaxPool3d(2, return_indices=True), X3, ["MaxPool", "Mod"]),
-    "max_pool2d_values_only": (One(lambda x: F.max_pool2d_with_indices(x, 2)[0]), X2, ["MaxPool"]),
+    "max_pool2d_values_only": (Fn(lambda x: F.max_pool2d_with_indices(x, 2)[0]), X2, ["MaxPool"]),
     "avg_pool1d": (nn.AvgPool1d(3, 2, 1), X1, ["AveragePool"]),
     "avg_pool2d": (nn.AvgPool2d(3, 2, 1, count_include_pad=False), X2, ["AveragePool"]),
     "avg_pool2d_include_pad": (nn.AvgPool2d((3, 2), (2, 1), (1, 1)), X2, ["AveragePool"]),
@@ -156,12 +141,12 @@ def test_pool_ceil_mode(shape, opset):
 
 def test_pool_unbatched():
     x = X2[0]
-    onx = check_model(One(lambda x: (F.max_pool2d(x, 2), F.avg_pool2d(x, 2), F.adaptive_avg_pool2d(x, 1))), (x,))
+    onx = check_model(Fn(lambda x: (F.max_pool2d(x, 2), F.avg_pool2d(x, 2), F.adaptive_avg_pool2d(x, 1))), (x,))
     assert op_types(onx).count("Unsqueeze") == 3
 
 
 def test_adaptive_pool_dynamic_spatial():
-    model = One(lambda x: (F.adaptive_avg_pool2d(x, 1), F.adaptive_max_pool2d(x, 1)))
+    model = Fn(lambda x: (F.adaptive_avg_pool2d(x, 1), F.adaptive_max_pool2d(x, 1)))
     onx = _check(model, X2, dynamic=(0, 2, 3))
     assert _ops(onx) == ["GlobalAveragePool", "GlobalMaxPool"]
 
@@ -175,7 +160,7 @@ def test_adaptive_max_pool_not_divisible():
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float64])
 def test_pool_dtypes(dtype):
     tol = 1e-2 if dtype == torch.float16 else 1e-6
-    model = One(
+    model = Fn(
         lambda x: (
             F.max_pool2d(x, 2, return_indices=True),
             F.avg_pool2d(x, 3, 2, 1),
@@ -224,28 +209,28 @@ UPSAMPLES = {
 @pytest.mark.parametrize("name", sorted(UPSAMPLES))
 def test_upsample(name):
     fn, x = UPSAMPLES[name]
-    _check(One(fn), x, expected=["Resize"])
+    _check(Fn(fn), x, expected=["Resize"])
 
 
 @pytest.mark.parametrize("name", ["nearest_scale", "bilinear_scale", "bicubic", "recompute_scale_factor"])
 def test_upsample_dynamic_spatial(name):
     fn, x = UPSAMPLES[name]
-    _check(One(fn), x, dynamic=(0, 2, 3))
+    _check(Fn(fn), x, dynamic=(0, 2, 3))
 
 
 def test_upsample_symbolic_size():
     def fn(x):
         return F.interpolate(x, size=(x.shape[2] * 2, x.shape[3] + 1), mode="bilinear", align_corners=True)
 
-    _check(One(fn), X2, dynamic=(0, 2, 3))
+    _check(Fn(fn), X2, dynamic=(0, 2, 3))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float64, torch.uint8])
 def test_upsample_dtypes(dtype):
     x = (X2 * 10).to(dtype)
-    model = One(lambda x: F.interpolate(x, scale_factor=2))
+    model = Fn(lambda x: F.interpolate(x, scale_factor=2))
     if dtype != torch.uint8:
-        model = One(lambda x: (F.interpolate(x, scale_factor=2), F.interpolate(x, scale_factor=2, mode="bilinear")))
+        model = Fn(lambda x: (F.interpolate(x, scale_factor=2), F.interpolate(x, scale_factor=2, mode="bilinear")))
     tol = 1e-2 if dtype == torch.float16 else 1e-6
     check_model(model, (x,), atol=tol, rtol=tol)
 
@@ -267,5 +252,5 @@ def test_pixel_unshuffle():
 @pytest.mark.parametrize("shape", [(3, 8, 3, 4), (2, 3, 8, 3, 4)])
 def test_pixel_shuffle_other_ranks(shape):
     x = torch.randn(*shape)
-    check_model(One(lambda x: (F.pixel_shuffle(x, 2), F.pixel_unshuffle(x, 1))), (x,))
+    check_model(Fn(lambda x: (F.pixel_shuffle(x, 2), F.pixel_unshuffle(x, 1))), (x,))
     check_model(nn.PixelUnshuffle(2), (torch.randn(*shape[:-2], 4, 6),))

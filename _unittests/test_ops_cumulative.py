@@ -4,34 +4,157 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import Fn, check_model
+from helpers import Fn, check_model, rand
+
+from experimental.torch_interpreter import to_onnx
+from experimental.torch_interpreter.errors import ConversionError
+
+NAN, INF = float("nan"), float("inf")
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
 @pytest.mark.parametrize(
     "fn",
-    [torch.cumsum, torch.cumprod, torch.logcumsumexp, lambda x, d: torch.cummax(x, d)[0],
-     lambda x, d: torch.cummin(x, d)[1]],
+    [
+        torch.cumsum,
+        torch.cumprod,
+        torch.logcumsumexp,
+        lambda x, d: torch.cummax(x, d),
+        lambda x, d: torch.cummin(x, d),
+    ],
+    ids=["cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"],
 )
 def test_scans(fn, dim):
-    x = torch.randn(3, 4)
-    check_model(Fn(lambda x: fn(x, dim)), (x,), atol=1e-5)
+    check_model(Fn(lambda x: fn(x, dim)), (torch.randn(3, 4),))
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (
+            lambda x: torch.cummax(x, 1),
+            torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0], [2.0, 2.0, 1.0, 2.0, 0.0]]),
+        ),  # ties: last index
+        (lambda x: torch.cummin(x, 1), torch.tensor([[1.0, 0.0, 0.0, 2.0, 0.0], [2.0, 2.0, 1.0, 1.0, 3.0]])),
+        (lambda x: torch.cummax(x, 1), torch.tensor([[1.0, NAN, 3.0, 2.0], [NAN, 0.0, NAN, 5.0]])),  # NaN propagates
+        (lambda x: torch.cummin(x, 0), torch.tensor([[1.0, NAN], [NAN, 0.0], [0.0, -1.0]])),
+        (lambda x: torch.cumsum(x, 1), torch.tensor([[1.0, NAN, 2.0], [INF, -INF, 1.0]])),
+        (lambda x: torch.cumprod(x, 1), torch.tensor([[2.0, 0.0, 3.0], [-1.0, 2.0, 0.5]])),  # a zero
+        (lambda x: torch.logcumsumexp(x, 1), torch.tensor([[-INF, 0.0, -INF], [1000.0, 1000.0, -1000.0]])),
+    ],
+    ids=[
+        "cummax_ties",
+        "cummin_ties",
+        "cummax_nan",
+        "cummin_nan",
+        "cumsum_inf_nan",
+        "cumprod_zero",
+        "logcumsumexp_extremes",
+    ],
+)
+def test_scan_values(fn, x):
+    check_model(Fn(fn), (x,))
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (lambda x: torch.cumsum(x, 0), rand(6, dtype=torch.int64, low=-5, high=5)),
+        (lambda x: torch.cumsum(x, 1), rand(2, 3, dtype=torch.int32)),  # int32 sums in int64
+        (lambda x: torch.cumsum(x, 1), rand(2, 3, dtype=torch.bool)),  # bool counts in int64
+        (lambda x: torch.cumsum(x, 1, dtype=torch.float64), rand(2, 3)),
+        (lambda x: torch.cumprod(x, 0), rand(4, 2, dtype=torch.int64)),
+        (lambda x: torch.cummax(x, 0), rand(5, 2, dtype=torch.int64, low=-2, high=2)),
+        (lambda x: torch.cummin(x, 1), rand(2, 5, dtype=torch.bool)),
+    ],
+    ids=["cumsum_int64", "cumsum_int32", "cumsum_bool", "cumsum_dtype", "cumprod_int64", "cummax_int64", "cummin_bool"],
+)
+def test_scan_dtypes(fn, x):
+    check_model(Fn(fn), (x,))
+
+
+def test_scan_float16():
+    x = torch.rand(3, 5).half()
+    check_model(
+        Fn(lambda x: (torch.cumsum(x, 1), torch.cumprod(x, 1), torch.logcumsumexp(x, 0))), (x,), atol=1e-2, rtol=1e-2
+    )
+
+
+@pytest.mark.parametrize(
+    "x",
+    [torch.randn(1, 4), torch.randn(0, 4), torch.tensor(2.5)],
+    ids=["size1", "empty", "0d"],
+)
+def test_scan_edge_shapes(x):
+    fn = lambda x: (torch.cumsum(x, 0), torch.cumprod(x, 0), torch.logcumsumexp(x, 0), torch.cummax(x, 0))  # noqa: E731
+    check_model(Fn(fn), (x,))
 
 
 def test_cumsum_of_integers_and_dynamic_axis():
     check_model(Fn(lambda x: torch.cumsum(x, 0)), (torch.randint(-5, 5, (6,)),))
     check_model(
-        Fn(lambda x: torch.cumsum(x, 1)),
+        Fn(lambda x: (torch.cumsum(x, 1), torch.cumprod(x, -1), torch.logcumsumexp(x, -1), torch.cummax(x, 0))),
         (torch.randn(2, 5),),
         dynamic_shapes=({1: "n"},),
         more_inputs=[((torch.randn(2, 9),), None)],
-        atol=1e-5,
     )
 
 
-def test_calculus():
-    y = torch.randn(3, 6)
-    check_model(Fn(lambda y: torch.diff(y, dim=1)), (y,))
-    check_model(Fn(lambda y: torch.trapezoid(y, dx=0.5)), (y,), atol=1e-5)
-    check_model(Fn(lambda y: torch.cumulative_trapezoid(y)), (y,), atol=1e-5)
-    check_model(Fn(lambda y: torch.gradient(y, dim=1)[0]), (y,), atol=1e-5)
+def test_cummax_over_a_dynamic_axis_is_reported():
+    with pytest.raises(ConversionError, match="cummax/cummin over a dynamic dimension"):
+        to_onnx(Fn(lambda x: torch.cummax(x, 1)), (torch.randn(2, 5),), dynamic_shapes=({1: "n"},))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda y: torch.diff(y, dim=1),
+        lambda y: torch.diff(y, dim=0),
+        lambda y: torch.diff(y, n=2),
+        lambda y: torch.diff(y, n=7),  # more than the size: empty
+        lambda y: torch.diff(y, prepend=y[:, :2], append=y[:, -1:] * 2),
+        lambda y: torch.diff(y > 0),  # bool: logical xor
+        lambda y: torch.diff(y.long(), dim=-1),
+    ],
+    ids=["dim1", "dim0", "n2", "n_too_large", "prepend_append", "bool", "int64"],
+)
+def test_diff(fn):
+    check_model(Fn(fn), (torch.randn(3, 6),))
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (lambda y: torch.trapezoid(y, dx=0.5), (torch.randn(3, 6),)),
+        (lambda y: torch.trapezoid(y, dim=0), (torch.randn(3, 6),)),
+        (lambda y, x: torch.trapezoid(y, x), (torch.randn(3, 6), torch.rand(6).cumsum(0))),
+        (lambda y, x: torch.trapz(y, x, dim=0), (torch.randn(4, 2), torch.rand(4, 2).cumsum(0))),
+        (lambda y: torch.trapz(y, dx=2.0), (torch.randn(3, 6),)),
+        (lambda y: torch.cumulative_trapezoid(y), (torch.randn(3, 6),)),
+        (lambda y: torch.cumulative_trapezoid(y, dx=0.1, dim=0), (torch.randn(3, 6),)),
+        (lambda y, x: torch.cumulative_trapezoid(y, x), (torch.randn(3, 6), torch.rand(6).cumsum(0))),
+        (lambda y: torch.trapezoid(y), (torch.randn(3, 1),)),  # one point: 0
+        (lambda y: torch.trapezoid(y), (torch.randint(-3, 3, (2, 4)),)),  # integers give floats
+    ],
+    ids=["dx", "dim0", "x", "trapz_x", "trapz_dx", "cumulative", "cumulative_dx", "cumulative_x", "one_point", "int64"],
+)
+def test_integrals(fn, args):
+    check_model(Fn(fn), args)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda y: torch.gradient(y, dim=1),
+        lambda y: torch.gradient(y),  # every axis
+        lambda y: torch.gradient(y, spacing=0.5, dim=0),
+        lambda y: torch.gradient(y, spacing=[2.0, 0.5]),
+        lambda y: torch.gradient(y, spacing=(torch.tensor([0.0, 1.0, 3.0, 3.5]),), dim=0),  # coordinates
+        lambda y: torch.gradient(y, dim=1, edge_order=2),
+        lambda y: torch.gradient(y, spacing=(torch.tensor([0.0, 0.5, 2.0, 2.5, 4.0, 7.0]),), dim=-1, edge_order=2),
+        lambda y: torch.gradient(y.long(), dim=1),
+    ],
+    ids=["dim", "all", "scalar", "scalars", "coordinates", "edge_order2", "coordinates_edge_order2", "int64"],
+)
+def test_gradient(fn):
+    check_model(Fn(fn), (torch.randn(4, 6),))

@@ -1,38 +1,10 @@
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
+from helpers import Fn, check_dynamic, check_model, op_types, rand
 
 aten = torch.ops.aten
 F16 = dict(atol=1e-2, rtol=1e-2)
-
-
-class One(torch.nn.Module):
-    """A named input, for dynamic_shapes."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
-
-class Two(One):
-    def forward(self, x, y):
-        return self.fn(x, y)
-
-
-def _x(*shape, dtype=torch.float32, low=-3.0, high=3.0, nonzero=False):
-    if dtype == torch.bool:
-        return torch.rand(*shape) > 0.5
-    if not dtype.is_floating_point:
-        t = torch.randint(int(low), int(high) + 1, shape, dtype=dtype)
-        return torch.where(t == 0, torch.ones_like(t), t) if nonzero else t
-    t = torch.rand(*shape) * (high - low) + low
-    if nonzero:
-        t = torch.where(t.abs() < 0.1, torch.full_like(t, 0.5), t)
-    return t.to(dtype)
 
 
 # -- binary arithmetic ------------------------------------------------------------------------------
@@ -74,7 +46,7 @@ BINARY = {
 @pytest.mark.parametrize("name", BINARY)
 @pytest.mark.parametrize("dtype", [F32, I64], ids=["float32", "int64"])
 def test_binary(name, dtype):
-    x, y = _x(3, 4, dtype=dtype), _x(3, 4, dtype=dtype, nonzero=True)
+    x, y = rand(3, 4, dtype=dtype), rand(3, 4, dtype=dtype, nonzero=True)
     if name == "rfloordiv" or name == "rremainder":
         y = y.abs() + 1 if dtype == I64 else y
     onx = check_model(Fn(BINARY[name]), (x, y))
@@ -85,18 +57,18 @@ def test_binary(name, dtype):
 @pytest.mark.parametrize(
     "fn, args",
     [
-        (lambda x: x + 1.5, (_x(2, 3, dtype=I64),)),  # int tensor + float scalar -> float
-        (lambda x: x * 1.5, (_x(2, 3, dtype=I32),)),
-        (lambda x, y: x + y, (_x(2, 3, dtype=torch.bool), _x(2, 3, dtype=I64))),  # bool + int -> int
-        (lambda x, y: x + y, (_x(2, 3, dtype=torch.bool), _x(2, 3, dtype=torch.bool))),  # or
-        (lambda x, y: x * y, (_x(2, 3, dtype=torch.bool), _x(2, 3, dtype=torch.bool))),  # and
-        (lambda x, y: x + y, (_x(2, 3, dtype=I32), _x(2, 3, dtype=I64))),
-        (lambda x, y: x / y, (_x(2, 3, dtype=I64), _x(2, 3, dtype=I64, nonzero=True))),  # true div -> float
-        (lambda x, y: x + y, (_x(2, 3, dtype=torch.int8), _x(2, 3, dtype=torch.int8, high=127))),  # wraps
-        (lambda x, y: torch.maximum(x, y), (_x(2, 3, dtype=torch.int16), _x(2, 3, dtype=torch.int16))),
-        (lambda x, y: torch.maximum(x, y), (_x(2, 3, dtype=torch.bool), _x(2, 3, dtype=torch.bool))),
-        (lambda x: -x, (_x(2, 3, dtype=torch.uint8, low=0, high=200),)),
-        (lambda x, y: x % y, (_x(2, 3, dtype=torch.float64), _x(2, 3, dtype=torch.float64, nonzero=True))),
+        (lambda x: x + 1.5, (rand(2, 3, dtype=I64),)),  # int tensor + float scalar -> float
+        (lambda x: x * 1.5, (rand(2, 3, dtype=I32),)),
+        (lambda x, y: x + y, (rand(2, 3, dtype=torch.bool), rand(2, 3, dtype=I64))),  # bool + int -> int
+        (lambda x, y: x + y, (rand(2, 3, dtype=torch.bool), rand(2, 3, dtype=torch.bool))),  # or
+        (lambda x, y: x * y, (rand(2, 3, dtype=torch.bool), rand(2, 3, dtype=torch.bool))),  # and
+        (lambda x, y: x + y, (rand(2, 3, dtype=I32), rand(2, 3, dtype=I64))),
+        (lambda x, y: x / y, (rand(2, 3, dtype=I64), rand(2, 3, dtype=I64, nonzero=True))),  # true div -> float
+        (lambda x, y: x + y, (rand(2, 3, dtype=torch.int8), rand(2, 3, dtype=torch.int8, high=127))),  # wraps
+        (lambda x, y: torch.maximum(x, y), (rand(2, 3, dtype=torch.int16), rand(2, 3, dtype=torch.int16))),
+        (lambda x, y: torch.maximum(x, y), (rand(2, 3, dtype=torch.bool), rand(2, 3, dtype=torch.bool))),
+        (lambda x: -x, (rand(2, 3, dtype=torch.uint8, low=0, high=200),)),
+        (lambda x, y: x % y, (rand(2, 3, dtype=torch.float64), rand(2, 3, dtype=torch.float64, nonzero=True))),
     ],
 )
 def test_binary_promotion(fn, args):
@@ -104,14 +76,14 @@ def test_binary_promotion(fn, args):
 
 
 def test_float16_plus_float32_scalar_tensor():
-    onx = check_model(Fn(lambda x, y: x + y), (_x(2, 3, dtype=torch.float16), torch.tensor(1.5)), **F16)
+    onx = check_model(Fn(lambda x, y: x + y), (rand(2, 3, dtype=torch.float16), torch.tensor(1.5)), **F16)
     assert op_types(onx) == ["Cast", "Add"]
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_binary_half(dtype):
     fn = lambda x, y: (x + y * 2 - x / y, x // y, x % y, torch.maximum(x, y))  # noqa: E731
-    check_model(Fn(fn), (_x(3, 4, dtype=dtype), _x(3, 4, dtype=dtype, nonzero=True)), **F16)
+    check_model(Fn(fn), (rand(3, 4, dtype=dtype), rand(3, 4, dtype=dtype, nonzero=True)), **F16)
 
 
 def test_floor_divide_exact():
@@ -124,15 +96,15 @@ def test_floor_divide_exact():
 @pytest.mark.parametrize(
     "fn, args",
     [
-        (lambda x: x**2, (_x(2, 3),)),
-        (lambda x: x**0.5, (_x(2, 3, low=0.1),)),
-        (lambda x: x**2, (_x(2, 3, dtype=I64),)),
-        (lambda x: x**0.5, (_x(2, 3, dtype=I64, low=0),)),  # int ** float -> float
-        (lambda x, y: x**y, (_x(2, 3, low=0.1), _x(2, 3))),
-        (lambda x, y: x**y, (_x(2, 3, dtype=I64), _x(2, 3, dtype=I64, low=0))),
-        (lambda x: 2**x, (_x(2, 3),)),
-        (lambda x: torch.float_power(x, 2), (_x(2, 3),)),
-        (lambda x: x**2, (_x(2, 3, dtype=torch.float16),)),
+        (lambda x: x**2, (rand(2, 3),)),
+        (lambda x: x**0.5, (rand(2, 3, low=0.1),)),
+        (lambda x: x**2, (rand(2, 3, dtype=I64),)),
+        (lambda x: x**0.5, (rand(2, 3, dtype=I64, low=0),)),  # int ** float -> float
+        (lambda x, y: x**y, (rand(2, 3, low=0.1), rand(2, 3))),
+        (lambda x, y: x**y, (rand(2, 3, dtype=I64), rand(2, 3, dtype=I64, low=0))),
+        (lambda x: 2**x, (rand(2, 3),)),
+        (lambda x: torch.float_power(x, 2), (rand(2, 3),)),
+        (lambda x: x**2, (rand(2, 3, dtype=torch.float16),)),
     ],
 )
 def test_pow(fn, args):
@@ -180,7 +152,7 @@ def test_unary(name, dtype):
     fn, low, high = UNARY[name]
     if dtype == torch.int64 and name in ("sqrt", "log", "log2", "log10"):
         low = 1  # integer inputs give float outputs
-    x = _x(3, 4, dtype=dtype, low=low, high=high)
+    x = rand(3, 4, dtype=dtype, low=low, high=high)
     rounding = dtype == torch.int64 and name in ("floor", "ceil", "round", "trunc", "fix")
     model = Fn(lambda x: fn(x) * 2) if rounding else Fn(fn)  # * 2: the output is not the input
     onx = check_model(model, (x,), **(F16 if dtype == torch.float16 else {}))
@@ -193,7 +165,7 @@ def test_unary(name, dtype):
 @pytest.mark.parametrize("name", ["exp", "sin", "tan", "erf", "rsqrt", "round", "trunc", "abs", "neg", "sign"])
 def test_unary_bfloat16(name):
     fn, low, high = UNARY[name]
-    check_model(Fn(fn), (_x(3, 4, dtype=torch.bfloat16, low=low, high=high),), atol=2e-2, rtol=2e-2)
+    check_model(Fn(fn), (rand(3, 4, dtype=torch.bfloat16, low=low, high=high),), atol=2e-2, rtol=2e-2)
 
 
 def test_round_half_to_even():
@@ -211,7 +183,7 @@ def test_special_values():
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.bool])
 def test_sign_abs_int_bool(dtype):
     fn = (lambda x: torch.sign(x) ^ x) if dtype == torch.bool else (lambda x: (torch.sign(x), torch.abs(x)))
-    check_model(Fn(fn), (_x(3, 4, dtype=dtype),))
+    check_model(Fn(fn), (rand(3, 4, dtype=dtype),))
 
 
 # -- clamping --------------------------------------------------------------------------------------
@@ -233,7 +205,7 @@ def test_sign_abs_int_bool(dtype):
     ],
 )
 def test_clamp_scalar(fn, dtype):
-    x = _x(3, 4, dtype=dtype)
+    x = rand(3, 4, dtype=dtype)
     if dtype.is_floating_point:
         x[0, 0] = float("nan")
     onx = check_model(Fn(fn), (x,), **F16)
@@ -252,7 +224,7 @@ def test_clamp_scalar(fn, dtype):
     ],
 )
 def test_clamp_tensor(fn):
-    check_model(Fn(fn), (_x(3, 4), _x(4)))
+    check_model(Fn(fn), (rand(3, 4), rand(4)))
 
 
 def test_minimum_maximum_nan():
@@ -282,7 +254,7 @@ def test_minimum_maximum_nan():
 )
 @pytest.mark.parametrize("dtype", [torch.bool, torch.int64, torch.int32, torch.uint8])
 def test_bitwise(fn, op, dtype):
-    x, y = _x(3, 4, dtype=dtype, low=0, high=100), _x(3, 4, dtype=dtype, low=0, high=100)
+    x, y = rand(3, 4, dtype=dtype, low=0, high=100), rand(3, 4, dtype=dtype, low=0, high=100)
     onx = check_model(Fn(fn), (x, y))
     expected = op if dtype == torch.bool else "Bitwise" + op
     assert expected in op_types(onx)
@@ -293,7 +265,7 @@ def test_bitwise(fn, op, dtype):
 )
 @pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.int64])
 def test_logical(fn, dtype):
-    x, y = _x(3, 4, dtype=dtype, low=-1, high=1), _x(3, 4, dtype=dtype, low=-1, high=1)
+    x, y = rand(3, 4, dtype=dtype, low=-1, high=1), rand(3, 4, dtype=dtype, low=-1, high=1)
     if dtype == torch.float32:
         x[0] = 0.0
     check_model(Fn(fn), (x, y))
@@ -306,9 +278,9 @@ def test_atan2():
     y = torch.tensor([1.0, -1.0, 0.0, 0.0, 1.0, -1.0, 0.0, 2.5, -2.5])
     x = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 0.0, 0.0, 0.0])
     check_model(Fn(torch.atan2), (y, x))
-    check_model(Fn(torch.atan2), (_x(3, 4), _x(3, 4)))
-    check_model(Fn(torch.atan2), (_x(3, 4, dtype=I64), _x(3, 4, dtype=I64)))
-    check_model(Fn(torch.atan2), (_x(3, 4, dtype=torch.float16), _x(3, 4, dtype=torch.float16)), **F16)
+    check_model(Fn(torch.atan2), (rand(3, 4), rand(3, 4)))
+    check_model(Fn(torch.atan2), (rand(3, 4, dtype=I64), rand(3, 4, dtype=I64)))
+    check_model(Fn(torch.atan2), (rand(3, 4, dtype=torch.float16), rand(3, 4, dtype=torch.float16)), **F16)
 
 
 @pytest.mark.parametrize(
@@ -323,11 +295,11 @@ def test_atan2():
     ],
 )
 def test_ternary(fn):
-    check_model(Fn(fn), (_x(3, 4), _x(3, 4), _x(4, nonzero=True)))
+    check_model(Fn(fn), (rand(3, 4), rand(3, 4), rand(4, nonzero=True)))
 
 
 def test_addcmul_int():
-    check_model(Fn(lambda x, y, z: torch.addcmul(x, y, z, value=2)), tuple(_x(3, 4, dtype=I64) for _ in range(3)))
+    check_model(Fn(lambda x, y, z: torch.addcmul(x, y, z, value=2)), tuple(rand(3, 4, dtype=I64) for _ in range(3)))
 
 
 def test_dynamic():
@@ -341,10 +313,10 @@ def test_dynamic():
             x + x.shape[0],  # a SymInt operand
         )
 
-    x, y = _x(3, 4), _x(3, 4)
-    x2, y2 = _x(6, 4), _x(6, 4)
+    x, y = rand(3, 4), rand(3, 4)
+    x2, y2 = rand(6, 4), rand(6, 4)
     onx = check_model(
-        Two(fn), (x, y), dynamic_shapes=({0: "batch"}, {0: "batch"}), more_inputs=[((x2, y2), None)]
+        Fn(fn), (x, y), dynamic_shapes=({0: "batch"}, {0: "batch"}), more_inputs=[((x2, y2), None)]
     )
     assert onx.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
 
@@ -353,7 +325,4 @@ def test_dynamic_int():
     def fn(x):
         return x // 3 + x % 3, torch.div(x, -2, rounding_mode="trunc"), x.float() / 2, (x & 6) ^ 3
 
-    check_model(
-        One(fn), (_x(3, 4, dtype=I64, low=-20, high=20),), dynamic_shapes=({0: "batch"},),
-        more_inputs=[((_x(5, 4, dtype=I64, low=-20, high=20),), None)],
-    )
+    check_dynamic(fn, rand(3, 4, dtype=I64, low=-20, high=20), other=rand(5, 4, dtype=I64, low=-20, high=20))

@@ -1,21 +1,20 @@
+import functools
+
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
+from helpers import Fn, check_model, op_types, rand
 
 DYN = torch.export.Dim.DYNAMIC
 
 
-def _x(*shape, dtype=torch.float32):
-    if dtype == torch.bool:
-        return torch.rand(shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 5, shape, dtype=dtype)
-    return torch.randn(shape).to(dtype)
+#: standard normal floats, integers in [-5, 4]
+_x = functools.partial(rand, low=-5, high=4, normal=True)
 
 
 def _i(high, *shape, dtype=torch.int64):
-    return torch.randint(0, high, shape, dtype=dtype)
+    """Indices in [0, high)."""
+    return rand(*shape, dtype=dtype, low=0, high=high - 1)
 
 
 # -- where, masked_fill ---------------------------------------------------------------------------------------

@@ -3,19 +3,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from helpers import check_model, op_types
-
-
-class One(nn.Module):
-    """A named input, for dynamic_shapes."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
+from helpers import Fn, check_dynamic, check_model, op_types
 
 torch.manual_seed(0)
 X = torch.randn(2, 4, 6, 8) * 2 + 1
@@ -41,11 +29,9 @@ def _ops(onx):
 
 
 def _check(model, x, expected=None, dynamic=(0,), **kwargs):
-    names = {0: "batch", 1: "c", 2: "h", 3: "w"}
-    other = torch.randn(*[s + 3 if i in dynamic else s for i, s in enumerate(x.shape)], dtype=x.dtype)
-    onx = check_model(
-        model, (x,), dynamic_shapes=({i: names[i] for i in dynamic},), more_inputs=[((other,), None)], **kwargs
-    )
+    """Dynamic batch (and other axes), checked on a second shape with 3 more on each dynamic axis;
+    ``expected``: the ONNX op types without Constant."""
+    onx = check_dynamic(model, x, dynamic, **kwargs)
     if expected is not None:
         assert _ops(onx) == expected
     return onx
@@ -55,7 +41,7 @@ CASES = {
     "layer_norm": (nn.LayerNorm(8), X, ["LayerNormalization"]),
     "layer_norm_2d_no_affine": (nn.LayerNorm([6, 8], elementwise_affine=False), X, ["LayerNormalization"]),
     "layer_norm_no_bias": (nn.LayerNorm(8, bias=False), X, ["LayerNormalization"]),
-    "layer_norm_fn": (One(lambda x: F.layer_norm(x, (6, 8), eps=1e-3)), X, ["LayerNormalization"]),
+    "layer_norm_fn": (Fn(lambda x: F.layer_norm(x, (6, 8), eps=1e-3)), X, ["LayerNormalization"]),
     "batch_norm2d": (nn.BatchNorm2d(4), X, ["BatchNormalization"]),
     "batch_norm1d": (nn.BatchNorm1d(4), X1, ["BatchNormalization"]),
     "batch_norm1d_2d_input": (nn.BatchNorm1d(4), torch.randn(3, 4), ["BatchNormalization"]),
@@ -79,7 +65,7 @@ CASES = {
     "group_norm_3d": (nn.GroupNorm(2, 4), X1, None),
     "rms_norm": (nn.RMSNorm(8), X, None),
     "rms_norm_2d": (nn.RMSNorm([6, 8], eps=1e-3), X, None),
-    "rms_norm_fn": (One(lambda x: F.rms_norm(x, (8,))), X, None),
+    "rms_norm_fn": (Fn(lambda x: F.rms_norm(x, (8,))), X, None),
 }
 
 
@@ -111,7 +97,7 @@ def test_rms_norm_opset23(name):
 
 def test_layer_norm_dynamic_shape():
     _check(_randomized(nn.LayerNorm(8)), X, dynamic=(0, 1, 2))
-    _check(One(lambda x: F.layer_norm(x, x.shape[-2:])), X, dynamic=(0, 2))
+    _check(Fn(lambda x: F.layer_norm(x, x.shape[-2:])), X, dynamic=(0, 2))
 
 
 @pytest.mark.parametrize(
@@ -128,7 +114,7 @@ def test_dtypes(name, dtype):
 def test_rms_norm_float16_default_eps():
     # eps=None is float32's epsilon for float16 inputs (PyTorch computes in float32)
     x = torch.full((2, 4), 1e-3, dtype=torch.float16)
-    check_model(One(lambda x: F.rms_norm(x, (4,))), (x,), atol=1e-3, rtol=1e-3)
+    check_model(Fn(lambda x: F.rms_norm(x, (4,))), (x,), atol=1e-3, rtol=1e-3)
 
 
 def test_native_overloads():
@@ -146,10 +132,10 @@ def test_native_overloads():
             torch.ops.aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5),
         )
 
-    _check(One(fn), X, atol=1e-4)
+    _check(Fn(fn), X, atol=1e-4)
 
 
 def test_native_batch_norm_eval_empty_stats():
     mean, var = torch.randn(4), torch.rand(4) + 0.5
     fn = torch.ops.aten._native_batch_norm_legit_no_training
-    check_model(One(lambda x: fn(x, None, None, mean, var, 0.1, 1e-5)), (X,))
+    check_model(Fn(lambda x: fn(x, None, None, mean, var, 0.1, 1e-5)), (X,))

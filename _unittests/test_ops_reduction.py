@@ -1,29 +1,16 @@
+import functools
+
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
+from helpers import Fn, check_dynamic, check_model, op_types, rand
 
 aten = torch.ops.aten
 F16 = dict(atol=2e-2, rtol=2e-2)
 
 
-class One(torch.nn.Module):
-    """A named input, for dynamic_shapes."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
-
-def _x(*shape, dtype=torch.float32):
-    if dtype == torch.bool:
-        return torch.rand(*shape) > 0.3
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 6, shape, dtype=dtype)
-    return torch.randn(*shape).to(dtype)
+#: standard normal floats, integers in [-5, 5], booleans mostly true
+_x = functools.partial(rand, low=-5, high=5, normal=True, p_true=0.7)
 
 
 def _check(fn, x, **kwargs):
@@ -212,7 +199,5 @@ def test_dynamic():
             (x > 0).sum(),
         )
 
-    onx = check_model(
-        One(fn), (_x(2, 3, 4),), dynamic_shapes=({0: "batch"},), more_inputs=[((_x(5, 3, 4),), None)]
-    )
+    onx = check_dynamic(fn, _x(2, 3, 4), other=_x(5, 3, 4))
     assert onx.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"

@@ -1,17 +1,15 @@
+import functools
+
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
+from helpers import Fn, check_model, op_types, rand
 
 B = torch.export.Dim("batch", min=2)
 
 
-def _x(*shape, dtype=torch.float32):
-    if dtype == torch.bool:
-        return torch.rand(*shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 5, shape, dtype=dtype)
-    return torch.randn(*shape).to(dtype)
+#: standard normal floats, integers in [-5, 4]
+_x = functools.partial(rand, low=-5, high=4, normal=True)
 
 
 @pytest.mark.parametrize(

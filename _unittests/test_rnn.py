@@ -5,7 +5,7 @@ import contextlib
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
+from helpers import Fn, check_model, op_types, rand
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.errors import ConversionError
 from experimental.torch_interpreter.capture_kernels import shape_only_rnn_kernels
@@ -31,9 +31,9 @@ def _check(model, inputs, batch_first, more, **kwargs):
 
 
 def _x(batch_first, seq, batch, size=4, seed=0):
-    gen = torch.Generator().manual_seed(seed)
+    """A standard normal sequence, laid out as the RNN reads it."""
     shape = (batch, seq, size) if batch_first else (seq, batch, size)
-    return torch.randn(*shape, generator=gen)
+    return rand(*shape, seed=seed, normal=True)
 
 
 @pytest.mark.parametrize(
