@@ -88,3 +88,69 @@ def test_write_through_einsum_view_is_a_clear_error():
 
     with pytest.raises(ConversionError, match="einsum.*clone"):
         to_onnx(_EinsumThenWrite(), (torch.randn(3, 4),))
+
+
+class _WriteThroughExpand(torch.nn.Module):
+    def __init__(self, write):
+        super().__init__()
+        self.write = write
+
+    def forward(self, x):
+        x = x + 0
+        y = x.unsqueeze(1).expand(-1, 3, -1)  # each element of x seen 3 times
+        self.write(y)
+        return x * 1, y + 0
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda y: y[:, 0].mul_(2),
+        lambda y: y[:, 2].add_(1),
+        lambda y: y.__setitem__((0, 1, 2), 5.0),
+        lambda y: y[1].__setitem__(0, -1.0),
+        lambda y: y.fill_(3.0),
+    ],
+    ids=["mul_row0", "add_row2", "setitem", "setitem_select", "fill"],
+)
+def test_write_through_expanded_view(write):
+    """A write into one copy of an expanded row came back through the copies left unchanged
+    (ScatterElements with repeated positions): the ONNX model returned x, eager 2 * x."""
+    check_model(
+        _WriteThroughExpand(write),
+        (torch.randn(2, 4),),
+        dynamic_shapes=({1: "n"},),
+        more_inputs=[((torch.randn(2, 6),), None)],
+    )
+
+
+class _WriteThroughSameDtype(torch.nn.Module):
+    def forward(self, x, z):
+        v = x[1:]
+        a = v.to(torch.float32)  # aten::to.dtype returns v itself
+        a.add_(1)
+        b = v.type_as(z)  # the same tensor again
+        b.mul_(2)
+        c = (x > 0)[1:].bool()
+        c.fill_(True)
+        return x + 0, c
+
+
+def test_write_through_same_dtype_conversion():
+    """``.to()`` of the same dtype is the view itself: its write used the converted positions (float)."""
+    check_model(_WriteThroughSameDtype(), (torch.randn(3, 4), torch.randn(2)))
+
+
+class _EinsumDiagonalThenWrite(torch.nn.Module):
+    def forward(self, x):
+        y = torch.einsum("ii->i", x)  # a diagonal view of x at run time
+        y.mul_(3)
+        return x + 0
+
+
+def test_write_through_einsum_diagonal_is_a_clear_error():
+    from experimental.torch_interpreter import to_onnx
+    from experimental.torch_interpreter.errors import ConversionError
+
+    with pytest.raises(ConversionError, match="einsum.*clone"):
+        to_onnx(_EinsumDiagonalThenWrite(), (torch.randn(3, 3),))

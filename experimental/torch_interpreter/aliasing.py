@@ -51,6 +51,8 @@ _RESHAPES = frozenset(
         *("alias.default", "detach.default", "contiguous.default", "lift_fresh.default", "_reshape_alias.default"),
         *("unsqueeze.default", "squeeze.default", "squeeze.dim", "squeeze.dims"),
         *("flatten.using_ints", "unflatten.int", "ravel.default"),
+        # ``to`` aliases its input only when it changes nothing (same dtype, device and layout)
+        *("to.dtype", "to.dtype_layout", "to.device", "to.other"),
     )
 )
 _PERMUTES = frozenset(
@@ -200,6 +202,14 @@ class AliasEnv(dict):
                     listed = self.views[view.base]
                     value = self._write_back(ctx, view.base, listed.base, value, item=node.args[1])
                     node = listed.base
+                elif view.base in self.views and _overlaps(view.base):
+                    # a write through a view of an expand(): its positions in the first base that does not
+                    # repeat elements (the chain of views applied to that base numbered) are all distinct
+                    path = [node]
+                    while path[-1] in self.views and _overlaps(self.views[path[-1]].base):
+                        path.append(self.views[path[-1]].base)
+                    node = self._check_composable(ctx, path)
+                    value = self._write_through(ctx, path, node, value)
                 else:
                     value = self._write_back(ctx, node, view.base, value)
                     node = view.base
@@ -397,6 +407,48 @@ class AliasEnv(dict):
         )
         return ctx.op("Reshape", out, shape, allowzero=1)
 
+    def _check_composable(self, ctx: NodeContext, path: list[torch.fx.Node]) -> torch.fx.Node:
+        """The base under the views of ``path`` (each a plain view of the next one); raises otherwise."""
+        for node in path:
+            view = self.views.get(node)
+            if view is None or view.kind != "view" or node.meta.get("val") is None:
+                raise ConversionError(
+                    f"{describe(ctx.node)} writes through {describe(node)}, a view of a tensor that repeats "
+                    "elements (expand): the write cannot be carried to its input here. Write into a .clone() "
+                    "of the expanded tensor in the model, or write into the tensor before expanding it"
+                )
+        return self.views[path[-1]].base
+
+    def _write_through(
+        self, ctx: NodeContext, path: list[torch.fx.Node], base: torch.fx.Node, value: ir.Value
+    ) -> ir.Value:
+        """The new value of ``base`` once ``path[0]``, a view of a view ... ``path[-1]`` of ``base``, holds
+        ``value``: a scatter at the positions the chain of views picks from the numbered base."""
+        old = self[base]
+        base_val = base.meta.get("val")
+        shape = self._shape(ctx, old, base_val)
+        numel = ctx.op("Size", old)
+        positions = ctx.op("Reshape", ctx.op("Range", ctx.const(0, INT64), numel, ctx.const(1, INT64)), shape)
+        positions.shape = old.shape
+        for node in reversed(path):
+            args = list(self.interpreter.lookup(node.args, self))
+            args[alias_of(node.target)[0]] = positions
+            positions = self.interpreter.convert(node, args, self.interpreter.lookup(node.kwargs, self))
+            if positions.shape is None:
+                positions.shape = ir.Shape(self.interpreter.onnx_shape(node.meta["val"]))
+            positions.dtype = INT64
+        flat = ctx.const([-1], INT64)
+        out = ctx.op(
+            "ScatterElements",
+            ctx.op("Reshape", old, flat),
+            ctx.op("Reshape", positions, flat),
+            ctx.op("Reshape", value, flat),
+            axis=0,
+        )
+        new = ctx.op("Reshape", out, shape, allowzero=1)
+        new.shape, new.dtype = old.shape, old.dtype
+        return new
+
     def _arg(self, arg: Any) -> Any:
         """A size argument: a Python int, or the value of the FX node computing it."""
         return self[arg] if isinstance(arg, torch.fx.Node) else arg
@@ -408,6 +460,18 @@ def _args(node: torch.fx.Node, *spec: tuple[str, Any]) -> list[Any]:
         node.args[i + 1] if i + 1 < len(node.args) else node.kwargs.get(name, default)
         for i, (name, default) in enumerate(spec)
     ]
+
+
+def _overlaps(node: torch.fx.Node) -> bool:
+    """Whether the FakeTensor of ``node`` may see one element at two positions (a stride 0 on an axis
+    longer than 1, as ``expand`` makes)."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return False
+    try:
+        return any(stride == 0 and size != 1 for size, stride in zip(val.shape, val.stride()))
+    except (RuntimeError, NotImplementedError):
+        return False
 
 
 def _permutation(node: torch.fx.Node, rank: int) -> list[int]:
