@@ -154,3 +154,40 @@ def test_write_through_einsum_diagonal_is_a_clear_error():
 
     with pytest.raises(ConversionError, match="einsum.*clone"):
         to_onnx(_EinsumDiagonalThenWrite(), (torch.randn(3, 3),))
+
+
+class _WriteIntoEmptySlice(torch.nn.Module):
+    def __init__(self, write):
+        super().__init__()
+        self.write = write
+
+    def forward(self, x):
+        y = x + 0
+        self.write(y, x)  # y[:, 5:] has no column when x has 5
+        return y
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda y, x: y.__setitem__((slice(None), slice(5, None)), x[:, :1]),
+        lambda y, x: y.__setitem__((slice(None), slice(5, None)), 1.0),
+        lambda y, x: y[:, 5:].add_(1),
+        lambda y, x: y[:, 5:].copy_(x[:, :0]),
+    ],
+    ids=["broadcast_column", "scalar", "add_", "copy_empty"],
+)
+def test_write_into_empty_slice_is_a_no_op(write):
+    """``y[:, 5:] = x[:, :1]`` on width 5: onnxruntime's optimizer removed the Expand of 1 to 0 columns,
+    then ScatterElements refused the model (updates of 1 column, indices of 0)."""
+    check_model(_WriteIntoEmptySlice(write), (torch.randn(3, 5),))
+    check_model(
+        _WriteIntoEmptySlice(write),
+        (torch.randn(3, 5),),
+        dynamic_shapes=({0: "b"},),
+        more_inputs=[((torch.randn(4, 5),), None)],
+    )
+
+
+def test_expand_to_zero_length():
+    check_model(Fn(lambda x: x[:, :1].expand(-1, 0) + 1), (torch.randn(3, 5),))
