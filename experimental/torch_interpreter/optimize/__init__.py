@@ -1,0 +1,93 @@
+"""Optimization of the translated graph: the generic level (standard ONNX) and the onnxruntime level.
+
+``to_onnx(..., optimize=...)`` calls :func:`optimize_model` once the FX graph is translated:
+
+* ``False``: the raw translation, one group of nodes per FX node;
+* ``True`` (default): constant folding, shape-op simplification, common subexpression elimination and unused
+  removal (:mod:`.passes`, built on onnxscript's optimizer and onnx-ir's passes), standard ONNX only;
+* ``"onnxruntime"``: the generic level, then fusions into the kernels onnxruntime runs
+  (``SimplifiedLayerNormalization``, ``SkipSimplifiedLayerNormalization``, ``SkipLayerNormalization``,
+  ``MultiHeadAttention``, ``FastGelu``/``BiasGelu``, ``FusedMatMul``...) (:mod:`.ort_fusions`); the model
+  needs onnxruntime (or a runtime implementing the ``com.microsoft`` domain).
+
+Metadata (``pkg.torch.fx_node``, ``pkg.torch.source``...) stays on every node that remains; a fused node
+carries the metadata its nodes shared.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import onnx_ir as ir
+
+from .passes import optimize_generic
+
+logger = logging.getLogger(__name__)
+
+#: the values ``optimize=`` accepts, besides True and False
+LEVELS = ("none", "default", "onnxruntime")
+
+
+def check_level(level: bool | str | None) -> str:
+    """Returns the level's name (one of :data:`LEVELS`); raises ``ValueError`` for an unknown one.
+
+    Example::
+
+        >>> from experimental.torch_interpreter.optimize import check_level
+        >>> check_level(True), check_level(False), check_level("onnxruntime")
+        ('default', 'none', 'onnxruntime')
+    """
+    if level is True:
+        return "default"
+    if level is False or level is None:
+        return "none"
+    if isinstance(level, str) and level in LEVELS:
+        return level
+    raise ValueError(f"optimize={level!r}: expected True, False or one of {LEVELS}")
+
+
+def optimize_model(model: ir.Model, level: bool | str = True) -> ir.Model:
+    """Optimizes ``model`` in place at ``level`` and returns it (see the module's docstring).
+
+    :param model: the translated model (``to_onnx(..., optimize=False, as_ir=True)``)
+    :param level: ``True``/``"default"``, ``"onnxruntime"``, or ``False``/``"none"`` (nothing done)
+    :return: the same model
+
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import to_onnx
+        >>> from experimental.torch_interpreter.optimize import optimize_model
+        >>> class M(torch.nn.Module):
+        ...     def forward(self, x):
+        ...         return (x * 2) + (x * 2)
+        >>> raw = to_onnx(M(), (torch.randn(2, 3),), optimize=False, as_ir=True)
+        >>> [n.op_type for n in raw.graph]
+        ['Constant', 'Mul', 'Mul', 'Add']
+        >>> [n.op_type for n in optimize_model(raw).graph]
+        ['Mul', 'Add']
+    """
+    name = check_level(level)
+    if name == "none":
+        return model
+    begin = time.perf_counter()
+    before = len(model.graph)
+    optimize_generic(model)
+    counts: dict[str, int] = {}
+    if name == "onnxruntime":
+        from .ort_fusions import fuse_for_onnxruntime
+
+        counts = fuse_for_onnxruntime(model)
+    logger.info(
+        "optimize=%r: %d -> %d nodes in %.3fs%s",
+        level,
+        before,
+        len(model.graph),
+        time.perf_counter() - begin,
+        f", fusions {counts}" if counts else "",
+    )
+    return model
+
+
+__all__ = ["LEVELS", "check_level", "optimize_model"]
