@@ -40,7 +40,7 @@ class StaticAddress(torch.nn.Module):
 def test_strict_patches(model, message):
     x = torch.randn(3)
     with pytest.raises(ExportCaptureError, match=message):
-        to_onnx(model, (x,), strict=True)
+        to_onnx(model, (x,), strict=True, capture_strategies=False)
     with bypass_export_some_errors() as adapt:
         check_model(model, adapt((x,)), strict=True)
     assert torch.jit.isinstance.__name__ == "isinstance" and not hasattr(torch.jit.isinstance, "__aten2onnx_patch__")
@@ -61,7 +61,7 @@ def _dynamic_cache(batch=2, past=3):
 def test_dynamic_cache_registration():
     x, cache = torch.randn(2), _dynamic_cache()
     with pytest.raises(ExportCaptureError, match="Unsupported input type.*DynamicCache"):
-        to_onnx(SumCache(), (x, cache))
+        to_onnx(SumCache(), (x, cache), capture_strategies=False)
     with bypass_export_some_errors(patch_transformers=True) as adapt:
         onx = to_onnx(SumCache(), adapt((x, cache)))
     assert transformers.DynamicCache not in pytree.SUPPORTED_NODES, "the registration is undone"
@@ -72,7 +72,7 @@ def test_encoder_decoder_cache_registration():
     x = torch.randn(2)
     cache = transformers.EncoderDecoderCache(_dynamic_cache(), _dynamic_cache(past=5))
     with pytest.raises(ExportCaptureError, match="Unsupported input type.*EncoderDecoderCache"):
-        to_onnx(SumCache(), (x, cache))
+        to_onnx(SumCache(), (x, cache), capture_strategies=False)
     with bypass_export_some_errors(patch_transformers=True) as adapt:
         onx = check_model(SumCache(), adapt((x, cache)))
     assert len(onx.graph.input) == 9
@@ -108,7 +108,7 @@ def test_backed_size_oblivious_keeps_a_past_of_one_dynamic():
     x, past = torch.randn(2, 3), torch.randn(2, 1)
     ds = ({1: "seq"}, {1: "past"})
     with pytest.raises(DynamicShapeError, match="past") as info:
-        to_onnx(Past(), (x, past), dynamic_shapes=ds)
+        to_onnx(Past(), (x, past), dynamic_shapes=ds, capture_strategies=False)
     assert "backed_size_oblivious=True" in str(info.value)
     with bypass_export_some_errors(backed_size_oblivious=True):
         onx = check_model(Past(), (x, past), dynamic_shapes=ds, more_inputs=[((torch.randn(2, 4), torch.randn(2, 6)), None)])

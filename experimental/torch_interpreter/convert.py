@@ -15,6 +15,7 @@ from onnx_ir.passes.common import RemoveUnusedNodesPass
 from torch.export.graph_signature import InputKind, OutputKind
 
 from . import capture
+from . import capture_strategies as cs
 from . import dynamic_shapes as ds
 from .builder import GraphBuilder
 from .dtypes import value_type
@@ -51,6 +52,7 @@ def to_onnx(
     registry: Registry | None = None,
     verbose: int = 0,
     autograd_functions: str | dict | None = None,
+    capture_strategies: bool | str | tuple[str, ...] = True,
 ) -> onnx.ModelProto | ir.Model:
     """Converts a PyTorch model into ONNX through ``torch.export.export``.
 
@@ -77,6 +79,10 @@ def to_onnx(
         :class:`InferenceSession`), ``"inline"`` (the ops of its forward), or a dict
         ``{FunctionClass: mode or output rule}``; default: ``python_op`` for classes defined outside
         torch, unless the class says otherwise (``onnx_export``); see ``_doc/python_op.rst``
+    :param capture_strategies: what to try when torch.export refuses the model (a batch of 1 on a dynamic
+        axis, torch's suggested fixes for dynamic shapes, the other strict mode, transformers caches):
+        ``True`` all, ``False`` none, or a tuple of names; see ``capture_strategies.py``; the strategies
+        applied are logged and recorded in the model's ``metadata_props``
     :return: the ONNX model
 
     Example::
@@ -94,6 +100,7 @@ def to_onnx(
         begin = time.perf_counter()
         if target_opset < 18:
             raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
+        report = None  # what the capture strategies did (capture_strategies.py)
         registry = registry or _default_registry()
         if isinstance(model, torch.export.ExportedProgram):
             if dynamic_shapes is not None:
@@ -104,12 +111,13 @@ def to_onnx(
             ep, names = model, {}
         elif isinstance(model, torch.nn.Module):
             args, kwargs = _normalize_inputs(args, kwargs)
-            with capture.keywords_as_parameters(model, kwargs):
+            report = cs.start(model, target_opset, strict, capture_strategies)
+            with cs.scope(model, args, kwargs, report), capture.keywords_as_parameters(model, kwargs):
                 bound = ds.bind_inputs(model.forward, args, kwargs)
                 spec = ds.normalize(bound, args, kwargs, dynamic_shapes)
                 # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
                 with capture_autograd_functions(autograd_functions, training=model.training, strict=strict):
-                    ep = capture.export(model, args, kwargs, spec.torch_spec, strict, spec.describe())
+                    ep = cs.export(model, args, kwargs, spec, report)
                 names = ds.symbol_names(ep, spec, args, kwargs)
         else:
             raise InvalidModelError(
@@ -120,6 +128,7 @@ def to_onnx(
         exported = time.perf_counter()
         raise_if_missing(missing_converters(ep.graph_module, registry))
         onnx_model = translate(ep, registry, names, target_opset)
+        cs.record(onnx_model, report)
         translated = time.perf_counter()
         logger.info(
             "export %.3fs, translation %.3fs, %d nodes",

@@ -118,6 +118,9 @@ def _walk(value: Any, spec: Any, path: str, label: str, axes: dict) -> Any:
             _walk(child, s, path + keystr((key,)), label + keystr((key,)), axes)
             for (key, child), s in zip(keyed, spec)
         )
+    if isinstance(value, int) and not isinstance(value, bool) and isinstance(spec, (str, torch.export.Dim)):
+        # a Python int declared dynamic: a 0-D int64 input (torch.export takes only Dim.DYNAMIC/AUTO for ints)
+        return _dim_of(spec, label)[0] if isinstance(spec, str) else spec
     # other objects: torch.export checks them itself
     return spec
 

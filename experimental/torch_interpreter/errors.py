@@ -45,3 +45,16 @@ class ConversionError(TorchInterpreterError, RuntimeError):
 
 class RuntimeFeedError(InputMismatchError):
     """The feeds given to :class:`InferenceSession` do not match the model inputs."""
+
+
+class TorchInterpreterWarning(UserWarning):
+    """Base class of every warning emitted by :mod:`experimental.torch_interpreter`."""
+
+
+class TrainingModeWarning(TorchInterpreterWarning):
+    """The model is exported in training mode and contains modules that behave differently in eval mode
+    (dropout, batch norm statistics): call ``model.eval()`` first unless a training graph is wanted."""
+
+
+class ConstantInputWarning(TorchInterpreterWarning):
+    """A Python scalar input was baked into the graph as a constant: another value at run time is ignored."""

@@ -13,6 +13,7 @@ import onnx_ir as ir
 import onnxruntime as ort
 import torch
 
+from .capture_checks import constant_feeds
 from .errors import RuntimeFeedError
 
 logger = logging.getLogger(__name__)
@@ -112,6 +113,7 @@ class InferenceSession:
     def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
         missing = [n for n in self._input_names if n not in feeds]
         unknown = [n for n in feeds if n not in self._input_names]
+        constant_feeds(self._sess, unknown)
         if missing or unknown:
             raise RuntimeFeedError(
                 f"the feeds do not match the model inputs {self._input_names}: "

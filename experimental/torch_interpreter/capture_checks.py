@@ -1,0 +1,211 @@
+"""Checks around capture that turn silent or late failures into a clear message at the call.
+
+- a model left in training mode: :class:`TrainingModeWarning` naming the modules whose ``forward``
+  depends on ``self.training`` (dropout draws random masks, batch norm uses the batch statistics).
+  A warning rather than an error: exporting a training graph is legitimate, forgetting ``eval()`` is
+  the common mistake, and the warning names what to change;
+- an opset the installed ``onnx`` or ``onnxruntime`` cannot run: :class:`ConversionError` before capture;
+- a model returning no tensor: :class:`InvalidModelError` instead of a graph without outputs;
+- Python scalars baked into the graph: :class:`ConstantInputWarning` with their names and values.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import logging
+import warnings
+from typing import Any
+
+import onnx
+import torch
+from torch.export.graph_signature import InputKind, OutputKind
+
+from .errors import (
+    ConstantInputWarning,
+    ConversionError,
+    InvalidModelError,
+    RuntimeFeedError,
+    TrainingModeWarning,
+)
+
+logger = logging.getLogger(__name__)
+
+#: modules known to behave differently in training mode (checked by class, before the source heuristic)
+_TRAINING_CLASSES: tuple[type, ...] = (
+    torch.nn.modules.dropout._DropoutNd,
+    torch.nn.modules.batchnorm._BatchNorm,
+    torch.nn.modules.instancenorm._InstanceNorm,
+    torch.nn.RReLU,
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _forward_reads_training(cls: type) -> bool:
+    """Whether ``cls.forward`` (own code, not torch's) reads ``self.training``."""
+    forward = cls.__dict__.get("forward")
+    if forward is None or cls.__module__.startswith("torch."):
+        return False
+    try:
+        source = inspect.getsource(forward)
+    except (OSError, TypeError):
+        return False
+    return "self.training" in source
+
+
+def training_modules(model: torch.nn.Module) -> list[str]:
+    """Qualified names (and classes) of the submodules in training mode whose behaviour differs in eval mode.
+
+    >>> m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1))
+    >>> training_modules(m)
+    ['1 (Dropout)']
+    >>> training_modules(m.eval())
+    []
+    """
+    found = []
+    for name, module in model.named_modules():
+        if not module.training:
+            continue
+        if isinstance(module, torch.nn.modules.instancenorm._InstanceNorm) and not module.track_running_stats:
+            continue  # instance norm without running stats computes the same thing in both modes
+        if isinstance(module, _TRAINING_CLASSES) or _forward_reads_training(type(module)):
+            found.append(f"{name or '<model>'} ({type(module).__name__})")
+    return found
+
+
+def warn_training_mode(model: torch.nn.Module) -> None:
+    """Emits :class:`TrainingModeWarning` when ``model`` is in training mode with mode-dependent modules."""
+    if not model.training:
+        return
+    names = training_modules(model)
+    if not names:
+        return
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    warnings.warn(
+        f"the model is in training mode and these modules behave differently in eval mode: {shown}. "
+        "The ONNX graph reproduces training behaviour (random dropout masks, batch statistics); call "
+        "model.eval() before to_onnx for an inference graph.",
+        TrainingModeWarning,
+        stacklevel=4,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def onnxruntime_max_opset() -> int | None:
+    """The highest opset of the main domain the installed onnxruntime loads (probed once), or None
+    without onnxruntime.
+
+    >>> onnxruntime_max_opset() >= 18
+    True
+    """
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    best = None
+    for opset in range(18, onnx.defs.onnx_opset_version() + 3):
+        if not _ort_loads(ort, opset):
+            break
+        best = opset
+    return best
+
+
+def _ort_loads(ort: Any, opset: int) -> bool:
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "probe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    try:
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception:  # onnxruntime refuses opsets it does not know
+        return False
+    return True
+
+
+def check_opset(target_opset: int) -> None:
+    """Raises :class:`ConversionError` when the installed onnx or onnxruntime cannot handle ``target_opset``.
+
+    >>> check_opset(18)
+    """
+    onnx_max = onnx.defs.onnx_opset_version()
+    if target_opset > onnx_max:
+        raise ConversionError(
+            f"target_opset={target_opset} but the installed onnx {onnx.__version__} knows opsets up to {onnx_max}; "
+            f"use target_opset <= {onnx_max}"
+        )
+    ort_max = onnxruntime_max_opset()
+    if ort_max is not None and target_opset > ort_max:
+        import onnxruntime as ort
+
+        raise ConversionError(
+            f"target_opset={target_opset} but the installed onnxruntime {ort.__version__} runs opsets up to "
+            f"{ort_max}; the model could not be loaded. Use target_opset <= {ort_max}"
+        )
+
+
+def check_outputs(ep: torch.export.ExportedProgram) -> None:
+    """Raises :class:`InvalidModelError` when the captured model returns no tensor."""
+    output = next(n for n in ep.graph.nodes if n.op == "output")
+    values = list(output.args[0]) if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
+    user = [
+        v for v, spec in zip(values, ep.graph_signature.output_specs) if spec.kind == OutputKind.USER_OUTPUT
+    ]
+    if any(isinstance(v, torch.fx.Node) and isinstance(v.meta.get("val"), (torch.Tensor, torch.SymInt)) for v in user):
+        return
+    shown = [v.meta.get("val") if isinstance(v, torch.fx.Node) else v for v in user]
+    raise InvalidModelError(
+        f"the model returns no tensor (its outputs are {shown!r}): an ONNX graph needs at least one output. "
+        "Return the tensors to export from forward (a model returning None only has side effects)."
+    )
+
+
+def constant_inputs(ep: torch.export.ExportedProgram) -> dict[str, Any]:
+    """The user inputs torch.export baked into the graph as constants (Python scalars, strings, None
+    excluded), by input name."""
+    found = {}
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind != InputKind.USER_INPUT:
+            continue
+        value = getattr(spec.arg, "value", None)
+        if isinstance(value, (bool, int, float, complex)):
+            found[spec.arg.name] = value
+    return found
+
+
+def warn_constant_inputs(constants: dict[str, Any]) -> None:
+    """Emits :class:`ConstantInputWarning` naming the scalars that became constants."""
+    if not constants:
+        return
+    shown = ", ".join(f"{name}={value!r}" for name, value in constants.items())
+    warnings.warn(
+        f"Python scalar inputs were baked into the graph as constants: {shown}. The ONNX model has no input "
+        "for them and computes with these values whatever is given at run time. Pass a tensor instead, or, "
+        "for an int, declare it dynamic (dynamic_shapes={name: 'n'}) to get a 0-D int64 input.",
+        ConstantInputWarning,
+        stacklevel=4,
+    )
+
+
+def constant_feeds(session: Any, names: list[str]) -> None:
+    """Raises :class:`RuntimeFeedError` when ``names`` (feeds the model has no input for) are scalars that
+    the export baked in as constants (``aten2onnx.capture.constant_inputs`` in the model's metadata)."""
+    if not names or not hasattr(session, "get_modelmeta"):
+        return
+    text = session.get_modelmeta().custom_metadata_map.get("aten2onnx.capture.constant_inputs")
+    if not text:
+        return
+    constants = ast.literal_eval(text)
+    baked = {n: constants[n] for n in names if n in constants}
+    if baked:
+        shown = ", ".join(f"{n!r} (exported as the constant {v!r})" for n, v in baked.items())
+        raise RuntimeFeedError(
+            f"the model has no input for {shown}: this scalar was baked into the graph at export, so another "
+            "value would be ignored. Export again with the value wanted, pass it as a tensor, or declare an int "
+            "dynamic in dynamic_shapes."
+        )

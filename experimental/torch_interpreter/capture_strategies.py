@@ -1,0 +1,314 @@
+"""Capture strategies: what :func:`to_onnx` tries when ``torch.export`` refuses a model, and says so.
+
+Each strategy is named; ``to_onnx(..., capture_strategies=...)`` takes ``True`` (all, the default),
+``False`` (none: one plain ``torch.export.export``) or a tuple of names. The strategies used are
+logged and recorded in the ONNX model's ``metadata_props`` (``aten2onnx.capture.*``).
+
+- ``size_oblivious``: an example size 0 or 1 on an axis declared dynamic (a batch of 1) makes torch.export
+  specialize the axis. The capture then runs under ``torch.fx.experimental._config.backed_size_oblivious``
+  (from the start when such a size is seen, or as a retry when torch reports a 0/1 specialization), which
+  keeps the axis dynamic.
+- ``refine_dynamic_shapes``: "Constraints violated" with suggested fixes (``h = Dim('h', min=3)``,
+  ``a = b + 1``) is retried with :func:`torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes`
+  when every fix keeps the axis dynamic (bounds, relations); a fix making an axis static (``a = 8``)
+  raises :class:`DynamicShapeError` naming the input and axis.
+- ``other_mode``: non-strict capture failing is retried in strict mode (and the reverse); a warning says
+  which mode worked.
+- ``transformers_caches``: when an input is a transformers cache or the model a ``PreTrainedModel``, the
+  cache classes are registered as pytree nodes (``patches/transformers_caches.py``) for the export only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._pytree import keystr, tree_flatten_with_path
+
+from . import capture
+from . import capture_checks as checks
+from . import dynamic_shapes as ds
+from .errors import DynamicShapeError, ExportCaptureError, TorchInterpreterWarning
+from .patches import ALL_PATCHES
+
+logger = logging.getLogger(__name__)
+
+#: every strategy, in the order they are considered
+STRATEGIES = ("transformers_caches", "size_oblivious", "refine_dynamic_shapes", "other_mode")
+
+_METADATA_PREFIX = "aten2onnx.capture."
+
+
+class CaptureStrategyWarning(TorchInterpreterWarning):
+    """The capture worked only after a strategy changed how it ran (e.g. the other strict mode)."""
+
+
+def resolve(choice: bool | str | Sequence[str] | None) -> frozenset[str]:
+    """The set of strategies named by ``choice``.
+
+    >>> sorted(resolve(("size_oblivious",)))
+    ['size_oblivious']
+    >>> resolve(False)
+    frozenset()
+    """
+    if choice is None or choice is True:
+        return frozenset(STRATEGIES)
+    if choice is False:
+        return frozenset()
+    names = (choice,) if isinstance(choice, str) else tuple(choice)
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown capture strategies {unknown}; the strategies are {list(STRATEGIES)}")
+    return frozenset(names)
+
+
+@dataclass
+class CaptureReport:
+    """What the capture did: the mode that worked, the strategies applied and why."""
+
+    strict: bool
+    strategies: frozenset[str] = frozenset(STRATEGIES)
+    applied: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    constants: dict[str, Any] = field(default_factory=dict)
+
+    def use(self, strategy: str, note: str) -> None:
+        if strategy not in self.applied:
+            self.applied.append(strategy)
+        self.notes.append(note)
+        logger.info("capture strategy %s: %s", strategy, note)
+
+    def metadata(self) -> dict[str, str]:
+        """Entries for the ONNX model's ``metadata_props``.
+
+        >>> CaptureReport(strict=False).metadata()["aten2onnx.capture.mode"]
+        'non-strict'
+        """
+        meta = {
+            _METADATA_PREFIX + "mode": "strict" if self.strict else "non-strict",
+            _METADATA_PREFIX + "strategies": ",".join(self.applied),
+        }
+        if self.notes:
+            meta[_METADATA_PREFIX + "notes"] = "\n".join(self.notes)
+        if self.constants:
+            meta[_METADATA_PREFIX + "constant_inputs"] = repr(self.constants)
+        return meta
+
+
+# -- transformers caches ------------------------------------------------------------------------------------
+
+
+def _is_cache(value: Any) -> bool:
+    name = type(value).__name__
+    return type(value).__module__.startswith("transformers") and name.endswith("Cache")
+
+
+def _contains_cache(value: Any) -> bool:
+    if _is_cache(value):
+        return True
+    if isinstance(value, dict):
+        return any(_contains_cache(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_contains_cache(v) for v in value)
+    return False
+
+
+def _is_transformers_model(model: Any) -> bool:
+    return any(c.__module__.startswith("transformers.") and c.__name__ == "PreTrainedModel" for c in type(model).__mro__)
+
+
+@contextlib.contextmanager
+def scope(model: Any, args: tuple, kwargs: dict, report: CaptureReport) -> Iterator[None]:
+    """Applies the patches ``transformers_caches`` needs while capturing, undone on exit."""
+    strategies, undo = report.strategies, []
+    try:
+        if "transformers_caches" in strategies and (_contains_cache((args, kwargs)) or _is_transformers_model(model)):
+            for patch in ALL_PATCHES:
+                if patch.group == "transformers" and patch.needed():
+                    undo.append((patch, patch.apply()))
+            if undo:
+                report.use(
+                    "transformers_caches",
+                    "registered as pytree nodes for the export: " + ", ".join(p.name for p, _ in undo),
+                )
+        yield
+    finally:
+        for patch, fn in reversed(undo):
+            fn()
+            logger.debug("undid patch %r", patch.name)
+
+
+# -- 0/1 sizes ----------------------------------------------------------------------------------------------
+
+
+def small_dynamic_sizes(spec: ds.DimSpec, args: tuple, kwargs: dict) -> list[str]:
+    """``x axis 0 = 1``: the axes declared dynamic whose example size is 0 or 1."""
+    if not spec.axes:
+        return []
+    leaves = {keystr(path): leaf for path, leaf in tree_flatten_with_path((args, kwargs))[0]}
+    found = []
+    for path, (label, axes) in spec.axes.items():
+        tensor = leaves.get(path)
+        if not isinstance(tensor, torch.Tensor):
+            continue
+        for axis in axes:
+            if tensor.shape[axis] in (0, 1):
+                found.append(f"{label} axis {axis} = {tensor.shape[axis]}")
+    return found
+
+
+@contextlib.contextmanager
+def _size_oblivious(enabled: bool) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    import torch.fx.experimental._config as fx_config
+
+    with fx_config.patch(backed_size_oblivious=True):
+        yield
+
+
+def _specializes_small_size(message: str) -> bool:
+    """torch reports a 0/1 specialization of an input size, or a guard ``... != 1`` on a size derived from
+    a dynamic axis (the output of a pooling of size 1), which backed_size_oblivious avoids."""
+    if "0/1 specialized" in message:
+        return True
+    return "Constraints violated" in message and re.search(r"generated guard .*\) != [01]\.", message) is not None
+
+
+# -- suggested fixes ----------------------------------------------------------------------------------------
+
+
+def _suggested_fixes(message: str) -> list[tuple[str, str]]:
+    """``[(name, fix)]`` read from the "Suggested fixes:" block of torch's message."""
+    if "Suggested fixes:" not in message:
+        return []
+    block = message.split("Suggested fixes:", 1)[1].strip().split("\n\n")[0]
+    fixes = []
+    for line in block.splitlines():
+        match = re.match(r"\s*(\w+) = (.+)$", line)
+        if match is None:
+            break
+        fixes.append((match.group(1), match.group(2).strip()))
+    return fixes
+
+
+def _axes_named(spec: ds.DimSpec, name: str) -> list[str]:
+    return [f"input {label} axis {axis}" for label, axes in spec.axes.values() for axis, n in axes.items() if n == name]
+
+
+def refine(message: str, spec: ds.DimSpec, torch_spec: Any) -> tuple[Any, str]:
+    """``torch_spec`` with torch's suggested fixes applied, and a description of them.
+
+    Raises :class:`DynamicShapeError` when a fix makes an axis static.
+    """
+    fixes = _suggested_fixes(message)
+    static = [(name, fix) for name, fix in fixes if re.fullmatch(r"-?\d+", fix)]
+    if static:
+        where = "; ".join(
+            f"{', '.join(_axes_named(spec, name)) or name} would become static ({fix})" for name, fix in static
+        )
+        raise DynamicShapeError(
+            f"axes declared dynamic are fixed by the model: {where}. torch.export suggests making them static; "
+            "aten2onnx does not silently drop a dynamic axis. Declare the axis static (remove it from "
+            "dynamic_shapes) or change the model's code that fixes this size."
+        )
+    block = "Suggested fixes:\n" + "\n".join(f"  {name} = {fix}" for name, fix in fixes)
+    try:
+        refined = torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(block, torch_spec)
+    except Exception as e:  # torch cannot apply its own fixes to this spec
+        raise DynamicShapeError(f"could not apply torch's suggested fixes ({block!r}): {e}") from e
+    return refined, ", ".join(f"{name} = {fix}" for name, fix in fixes)
+
+
+# -- the capture loop ---------------------------------------------------------------------------------------
+
+
+def export(
+    model: torch.nn.Module,
+    args: tuple,
+    kwargs: dict,
+    spec: ds.DimSpec,
+    report: CaptureReport,
+) -> torch.export.ExportedProgram:
+    """``capture.export`` with the strategies of ``report``, which records what was applied; then the
+    checks of the captured program (a tensor output, the scalars made constant)."""
+    ep = _export(model, args, kwargs, spec, report.strict, report.strategies, report)
+    checks.check_outputs(ep)
+    report.constants = checks.constant_inputs(ep)
+    checks.warn_constant_inputs(report.constants)
+    return ep
+
+
+def start(
+    model: torch.nn.Module, target_opset: int, strict: bool, choice: bool | str | Sequence[str] | None
+) -> CaptureReport:
+    """Checks made before capture (opset supported, training mode) and the report of the capture to come."""
+    checks.check_opset(target_opset)
+    checks.warn_training_mode(model)
+    return CaptureReport(strict=strict, strategies=resolve(choice))
+
+
+def record(onnx_model: Any, report: CaptureReport | None) -> None:
+    """Writes the report into the ``metadata_props`` of an ``onnx_ir.Model``."""
+    if report is not None:
+        onnx_model.metadata_props.update(report.metadata())
+
+
+def _export(model, args, kwargs, spec, strict, strategies, report) -> torch.export.ExportedProgram:
+    try:
+        return _export_mode(model, args, kwargs, spec, strict, strategies, report)
+    except ExportCaptureError as first:
+        if "other_mode" not in strategies or isinstance(first, DynamicShapeError):
+            raise
+        other = not strict
+        mode, other_mode = ("strict" if strict else "non-strict"), ("strict" if other else "non-strict")
+        logger.info("%s capture failed, trying %s: %s", mode, other_mode, str(first).splitlines()[0])
+        try:
+            ep = _export_mode(model, args, kwargs, spec, other, strategies, report)
+        except Exception as second:
+            first.args = (f"{first.args[0]}\n(the {other_mode} capture failed too: {str(second).splitlines()[0]})",)
+            raise first from first.__cause__
+        report.strict = other
+        note = f"{mode} capture failed ({str(first).splitlines()[0]}); {other_mode} capture worked"
+        report.use("other_mode", note)
+        warnings.warn(f"{note}: pass strict={other} to skip the failing attempt", CaptureStrategyWarning, stacklevel=3)
+        return ep
+
+
+def _export_mode(model, args, kwargs, spec, strict, strategies, report) -> torch.export.ExportedProgram:
+    torch_spec = spec.torch_spec
+    oblivious = False
+    small = small_dynamic_sizes(spec, args, kwargs) if "size_oblivious" in strategies else []
+    if small:
+        oblivious = True
+        report.use(
+            "size_oblivious",
+            f"example sizes 0/1 on axes declared dynamic ({', '.join(small)}): captured with backed_size_oblivious",
+        )
+    refinements = 0
+    while True:
+        try:
+            with _size_oblivious(oblivious):
+                return capture.export(model, args, kwargs, torch_spec, strict, spec.describe())
+        except DynamicShapeError as e:
+            message = str(e.__cause__ or e)
+            if _specializes_small_size(message) and "size_oblivious" in strategies and not oblivious:
+                oblivious = True
+                report.use("size_oblivious", "torch.export specialized a 0/1 size: retried with backed_size_oblivious")
+                continue
+            if "Suggested fixes:" in message and "refine_dynamic_shapes" in strategies and refinements < 3:
+                try:
+                    torch_spec, applied = refine(message, spec, torch_spec)
+                except DynamicShapeError as refused:
+                    raise DynamicShapeError(f"{refused}\n{e}") from e.__cause__
+                refinements += 1
+                report.use("refine_dynamic_shapes", f"applied torch's suggested fixes: {applied}")
+                continue
+            raise
