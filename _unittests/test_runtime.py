@@ -67,3 +67,68 @@ def test_model_from_path_bytes_and_ir(tmp_path, onx):
         assert [i.name for i in InferenceSession(model).get_inputs()] == ["x", "mask"]
     ir_model = to_onnx(Mixed(), (torch.randn(2, 3), torch.rand(2, 3) > 0.5), as_ir=True)
     assert len(InferenceSession(ir_model).get_outputs()) == 2
+
+
+# -- feeds that do not fit the model: RuntimeFeedError naming the input, expected and given type and shape
+
+
+def _feed_error(onx, feeds) -> str:
+    from experimental.torch_interpreter.errors import RuntimeFeedError
+
+    with pytest.raises(RuntimeFeedError) as info:
+        InferenceSession(onx).run(None, feeds)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_feed_of_wrong_dtype(onx, kind):
+    x = torch.randn(4, 3, dtype=torch.float64) * 1000 + 123.456
+    mask = torch.rand(4, 3) > 0.5
+    feeds = {"x": x, "mask": mask} if kind == "torch" else {"x": x.numpy(), "mask": mask.numpy()}
+    msg = _feed_error(onx, feeds)
+    assert "input 'x' expects tensor(float) of shape ['n', 3], got tensor(double) of shape [4, 3]" in msg
+    assert "123" not in msg  # never the values
+
+
+def test_feed_of_wrong_rank(onx):
+    msg = _feed_error(onx, {"x": torch.randn(4, 3, 1), "mask": torch.rand(4, 3) > 0.5})
+    assert "input 'x' expects tensor(float) of shape ['n', 3], got tensor(float) of shape [4, 3, 1]" in msg
+    assert "rank 3 instead of 2" in msg
+
+
+def test_feed_of_wrong_static_dimension(onx):
+    msg = _feed_error(onx, {"x": torch.randn(4, 5), "mask": torch.rand(4, 3) > 0.5})
+    assert "input 'x'" in msg and "axis 1 must be 3" in msg
+
+
+def test_feeds_disagree_on_a_named_dynamic_axis(onx):
+    msg = _feed_error(onx, {"x": torch.randn(4, 3), "mask": torch.rand(5, 3) > 0.5})
+    assert "input 'mask'" in msg and "'n'" in msg and "is 5 here but 4 in input 'x'" in msg
+
+
+@pytest.mark.parametrize("container", [list, tuple])
+def test_feeds_not_a_dict(onx, container):
+    x = torch.full((4, 3), 98765.0)
+    msg = _feed_error(onx, container([x, x > 0]))
+    assert f"not a {container.__name__} of 2 elements" in msg and "['x', 'mask']" in msg
+    assert "98765" not in msg
+
+
+def test_feed_errors_in_every_run_method(onx):
+    from experimental.torch_interpreter.errors import RuntimeFeedError
+
+    sess = InferenceSession(onx)
+    feeds = {"x": torch.randn(4, 3).half(), "mask": torch.rand(4, 3) > 0.5}
+    for run in (sess.run, sess.run_torch, sess.run_ortvalues):
+        with pytest.raises(RuntimeFeedError, match="got tensor.float16."):
+            run(None, feeds)
+
+
+def test_feed_of_python_scalar_still_accepted():
+    class M(torch.nn.Module):
+        def forward(self, x, s):
+            return x * s
+
+    onx = to_onnx(M(), (torch.randn(3), torch.tensor(2.0)))
+    got = InferenceSession(onx).run(None, {"x": np.ones(3, dtype=np.float32), "s": 3.0})[0]
+    np.testing.assert_allclose(got, np.full(3, 3.0, dtype=np.float32))

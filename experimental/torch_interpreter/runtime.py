@@ -111,6 +111,13 @@ class InferenceSession:
         return self._sess.get_providers()
 
     def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
+        if not isinstance(feeds, Mapping):
+            raise RuntimeFeedError(
+                f"feeds must be a dict {{input name: tensor}}, not a {type(feeds).__name__}"
+                + (f" of {len(feeds)} elements" if isinstance(feeds, Sequence) else "")
+                + f"; the model inputs are {self._input_names}, e.g. "
+                "sess.run(None, dict(zip([i.name for i in sess.get_inputs()], tensors)))"
+            )
         missing = [n for n in self._input_names if n not in feeds]
         unknown = [n for n in feeds if n not in self._input_names]
         constant_feeds(self._sess, unknown)
@@ -121,6 +128,7 @@ class InferenceSession:
                 + (" ; " if missing and unknown else "")
                 + (f"unknown {unknown}" if unknown else "")
             )
+        check_feed_types(self.get_inputs(), feeds)
 
     def run(
         self,
@@ -185,6 +193,109 @@ class InferenceSession:
         # np.ascontiguousarray makes 0-D arrays 1-D
         return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value).reshape(value.shape))
 
+
+def feed_type(value: Any) -> tuple[str | None, tuple[int, ...] | None]:
+    """The onnxruntime type string and the shape of a feed (None, None for a Python scalar or an unknown object).
+
+    >>> feed_type(torch.zeros(2, 3, dtype=torch.float16))
+    ('tensor(float16)', (2, 3))
+    >>> feed_type(np.arange(4))
+    ('tensor(int64)', (4,))
+    """
+    if isinstance(value, ort.OrtValue):
+        return value.data_type(), tuple(value.shape())
+    if isinstance(value, torch.Tensor):
+        return _TYPE_OF_TORCH.get(value.dtype, f"torch.{value.dtype}"), tuple(value.shape)
+    if isinstance(value, np.ndarray):
+        if value.dtype.name == "bfloat16":
+            return "tensor(bfloat16)", value.shape
+        return _TYPE_OF_NUMPY.get(value.dtype.type, f"numpy.{value.dtype}"), value.shape
+    if isinstance(value, (bool, int, float, np.generic)):
+        return None, ()
+    return None, None
+
+
+def _describe(type_: str | None, shape: Sequence[Any] | None) -> str:
+    dims = "?" if shape is None else "[" + ", ".join(repr(d) if isinstance(d, str) else str(d) for d in shape) + "]"
+    return f"{type_ or 'a Python scalar'} of shape {dims}"
+
+
+def check_feed_types(inputs: Sequence[Any], feeds: Mapping[str, Any]) -> None:
+    """Raises :class:`RuntimeFeedError` when a feed has another element type, rank or static dimension than
+    the model input of its name (``inputs``: ``sess.get_inputs()``), or when the feeds give two sizes to one
+    named dynamic axis. Messages name the input, the expected and the given type and shape, never values.
+
+    >>> from types import SimpleNamespace as NodeArg
+    >>> inputs = [NodeArg(name="x", type="tensor(float)", shape=["batch", 3])]
+    >>> check_feed_types(inputs, {"x": torch.zeros(5, 3)})
+    >>> check_feed_types(inputs, {"x": torch.zeros(5, 3, dtype=torch.float64)})
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.RuntimeFeedError: input 'x' expects tensor(float) of shape ['batch', 3], got tensor(double) of shape [5, 3]: cast it first, e.g. x.to(torch.float32) or x.astype(np.float32)
+    """
+    sizes: dict[str, tuple[str, int]] = {}
+    for arg in inputs:
+        if arg.name not in feeds:
+            continue
+        type_, shape = feed_type(feeds[arg.name])
+        expected = list(getattr(arg, "shape", None) or [])
+        where = f"input {arg.name!r} expects {_describe(arg.type, expected)}, got {_describe(type_, shape)}"
+        if type_ is not None and type_ != arg.type:
+            np_type = _NUMPY_OF.get(arg.type)
+            torch_type = next((k for k, v in _TYPE_OF_TORCH.items() if v == arg.type), None)
+            hint = f"x.to({torch_type}) or x.astype(np.{np_type.__name__})" if np_type and torch_type else None
+            raise RuntimeFeedError(where + (f": cast it first, e.g. {hint}" if hint else ""))
+        if shape is None or getattr(arg, "shape", None) is None:
+            continue
+        if type_ is None and not shape:
+            continue  # a Python scalar is converted to the input's type; onnxruntime checks its rank
+        if len(shape) != len(expected):
+            raise RuntimeFeedError(f"{where}: rank {len(shape)} instead of {len(expected)}")
+        for axis, (want, have) in enumerate(zip(expected, shape)):
+            if isinstance(want, int) and want != have:
+                raise RuntimeFeedError(f"{where}: axis {axis} must be {want}")
+            if isinstance(want, str) and want:
+                first = sizes.setdefault(want, (arg.name, have))
+                if first[1] != have:
+                    raise RuntimeFeedError(
+                        f"{where}: the dynamic axis {want!r} is {have} here but {first[1]} in input {first[0]!r}; "
+                        f"every input sharing the axis {want!r} must have the same size along it"
+                    )
+
+
+_TYPE_OF_TORCH = {
+    torch.float32: "tensor(float)",
+    torch.float64: "tensor(double)",
+    torch.float16: "tensor(float16)",
+    torch.bfloat16: "tensor(bfloat16)",
+    torch.int64: "tensor(int64)",
+    torch.int32: "tensor(int32)",
+    torch.int16: "tensor(int16)",
+    torch.int8: "tensor(int8)",
+    torch.uint8: "tensor(uint8)",
+    torch.bool: "tensor(bool)",
+    torch.complex64: "tensor(complex64)",
+    torch.complex128: "tensor(complex128)",
+}
+
+_TYPE_OF_NUMPY = {
+    np.float32: "tensor(float)",
+    np.float64: "tensor(double)",
+    np.float16: "tensor(float16)",
+    np.int64: "tensor(int64)",
+    np.int32: "tensor(int32)",
+    np.int16: "tensor(int16)",
+    np.int8: "tensor(int8)",
+    np.uint8: "tensor(uint8)",
+    np.uint16: "tensor(uint16)",
+    np.uint32: "tensor(uint32)",
+    np.uint64: "tensor(uint64)",
+    np.bool_: "tensor(bool)",
+    np.complex64: "tensor(complex64)",
+    np.complex128: "tensor(complex128)",
+    np.str_: "tensor(string)",
+    np.object_: "tensor(string)",
+}
 
 _NUMPY_OF = {
     "tensor(float)": np.float32,
