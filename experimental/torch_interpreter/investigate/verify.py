@@ -1,0 +1,45 @@
+"""``to_onnx(..., verify=True)``: onnxruntime on the export inputs against the exported program."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import onnx_ir as ir
+import torch
+
+from ..errors import VerificationError
+from .discrepancies import DiscrepancyReport, compare_exported
+from .report import ExportReport
+
+logger = logging.getLogger(__name__)
+
+
+def verify_export(
+    ep: torch.export.ExportedProgram,
+    model: ir.Model,
+    args: Any,
+    kwargs: dict[str, Any] | None,
+    report: ExportReport,
+    atol: float = 1e-4,
+    rtol: float = 1e-3,
+) -> DiscrepancyReport:
+    """Compares ``model`` with ``ep`` node by node on the inputs of the export; raises
+    :class:`VerificationError` naming the first FX node that differs."""
+    if not args and not kwargs and ep.example_inputs is not None:
+        args, kwargs = ep.example_inputs
+    found = compare_exported(ep, model, args, kwargs, atol=atol, rtol=rtol)
+    report.discrepancies = found
+    report.step("verification", f"{found.compared}/{found.total} FX nodes compared")
+    first = found.first
+    if first is None:
+        report.verification = f"passed: {found}"
+        return found
+    report.verification = f"**failed**: {found}"
+    raise VerificationError(
+        f"verify=True: the ONNX model differs from PyTorch on the export inputs (atol={atol:g}, rtol={rtol:g}); "
+        f"the first FX node that differs is\n{first.describe()}\n"
+        "Check the converter of this aten op (its ONNX nodes carry metadata_props pkg.torch.fx_node="
+        f"{first.fx_node!r}); find_discrepancies(...).first.save_repro(folder) writes a standalone repro.",
+        found,
+    )
