@@ -28,6 +28,7 @@ from .errors import (
 from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .logs import verbosity
 from .python_op.capture import capture_autograd_functions
+from .python_op.custom_ops import with_custom_ops
 from .registry import Registry, default_registry
 from .saving import save
 
@@ -52,6 +53,7 @@ def to_onnx(
     registry: Registry | None = None,
     verbose: int = 0,
     autograd_functions: str | dict | None = None,
+    custom_ops: str | dict | None = None,
     capture_strategies: bool | str | tuple[str, ...] = True,
 ) -> onnx.ModelProto | ir.Model:
     """Converts a PyTorch model into ONNX through ``torch.export.export``.
@@ -79,6 +81,11 @@ def to_onnx(
         :class:`InferenceSession`), ``"inline"`` (the ops of its forward), or a dict
         ``{FunctionClass: mode or output rule}``; default: ``python_op`` for classes defined outside
         torch, unless the class says otherwise (``onnx_export``); see ``_doc/python_op.rst``
+    :param custom_ops: how ops of other namespaces than aten (``torch.library.custom_op``, ``triton_op``,
+        C++ extensions) without a registered converter are exported: ``"python_op"`` (default: one
+        ``com.microsoft::PythonOp`` node calling ``torch.ops.<ns>.<op>`` back, run by
+        :class:`InferenceSession`), ``"error"`` (refused), or a dict ``{op or "ns::op": mode or converter}``;
+        a registered converter always wins over ``python_op``; see ``_doc/python_op.rst``
     :param capture_strategies: what to try when torch.export refuses the model (a batch of 1 on a dynamic
         axis, torch's suggested fixes for dynamic shapes, the other strict mode, transformers caches):
         ``True`` all, ``False`` none, or a tuple of names; see ``capture_strategies.py``; the strategies
@@ -126,6 +133,8 @@ def to_onnx(
                 "forward calls it"
             )
         exported = time.perf_counter()
+        # -- custom ops hook: converters from custom_ops=, PythonOp for the others (python_op/custom_ops.py)
+        registry = with_custom_ops(registry, ep.graph_module, custom_ops)
         raise_if_missing(missing_converters(ep.graph_module, registry))
         onnx_model = translate(ep, registry, names, target_opset)
         cs.record(onnx_model, report)

@@ -47,6 +47,11 @@ class RuntimeFeedError(InputMismatchError):
     """The feeds given to :class:`InferenceSession` do not match the model inputs."""
 
 
+class MissingCustomOpError(TorchInterpreterError, LookupError):
+    """A ``PythonOp`` node calls a custom op (``torch.ops.mylib.op``) that is not registered in the process running
+    the model: the message names the module to import."""
+
+
 class TorchInterpreterWarning(UserWarning):
     """Base class of every warning emitted by :mod:`experimental.torch_interpreter`."""
 

@@ -18,6 +18,7 @@ from .dtypes import value_type
 from .dynamic_shapes import onnx_dim
 from .errors import ConversionError, TorchInterpreterError, UnsupportedOpError
 from .provenance import describe, node_metadata, source_line
+from .python_op.custom_ops import missing_hint
 from .registry import Registry, target_key
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,9 @@ def raise_if_missing(missing: Mapping[str, list[tuple[str, str]]]) -> None:
         "Register a converter with experimental.torch_interpreter.register(<key>), "
         "or rewrite the model code at the lines above; see registry.supported() for what is covered."
     )
+    hint = missing_hint(sorted(missing))  # custom ops: name the custom_ops= option
+    if hint:
+        lines.append(hint)
     raise UnsupportedOpError("\n".join(lines), dict(missing))
 
 

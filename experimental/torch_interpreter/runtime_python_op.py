@@ -28,7 +28,7 @@ import torch
 
 from .dtypes import onnx_dtype
 from .errors import RuntimeFeedError
-from .python_op import table
+from .python_op import custom_ops, table
 from .python_op.attributes import DOMAIN, OP_TYPE, decode_constants
 from .python_op.table import resolve_function
 
@@ -123,17 +123,42 @@ class _Segment:
 
 @dataclass
 class _PythonCall:
-    """One PythonOp node: the Function class, its constants by position, its input convention."""
+    """One PythonOp node: the Function class or the custom op, its constants by position, its input convention."""
 
     node: onnx.NodeProto
-    cls: type
+    label: str
     convention: str
     constants: dict[int, Any]
     output_types: list[int]
+    cls: type | None = None
+    op: torch._ops.OpOverload | None = None
 
     def arguments(self, tensors: Sequence[torch.Tensor]) -> list[Any]:
         it = iter(tensors)
         return [next(it) if c == "d" else self.constants[i] for i, c in enumerate(self.convention)]
+
+    def __call__(self, tensors: Sequence[torch.Tensor]) -> Any:
+        if self.op is not None:
+            args, kwargs = custom_ops.call_arguments(self.op, self.convention, self.constants, tensors)
+            return self.op(*args, **kwargs)
+        return self.cls.apply(*self.arguments(tensors))  # type: ignore[union-attr]
+
+
+def python_call(node: onnx.NodeProto) -> _PythonCall:
+    """What a PythonOp node calls: a custom op (``func_name`` ``torch.ops.<ns>.<op>.<overload>``, found through
+    ``torch.ops``) or a ``torch.autograd.Function`` (found by its qualified name), constants rebuilt."""
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
+    name, convention = attrs["func_name"], attrs["input_convention"]
+    types = list(attrs.get("output_tensor_types", []))
+    if name.startswith(custom_ops.PREFIX):
+        op = custom_ops.resolve_op(name, attrs.get("comment", ""), node.name)
+        pointer, floats = custom_ops.object_table(attrs.get("comment", ""))
+        constants = decode_constants(attrs, pointer)
+        constants.update(floats)  # full precision, the attributes are float32
+        return _PythonCall(node, name, convention, constants, types, op=op)
+    cls = resolve_function(name)
+    return _PythonCall(node, name, convention, decode_constants(attrs, table.pointer), types, cls=cls)
 
 
 class PythonOpSession:
@@ -211,20 +236,10 @@ class PythonOpSession:
                 self._steps.append(step)
             else:
                 node = step
-                attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-                attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
                 for name in node.input:
                     if name in initializers and name not in self._constants:
                         self._constants[name] = torch.from_numpy(onnx.numpy_helper.to_array(initializers[name]).copy())
-                self._steps.append(
-                    _PythonCall(
-                        node,
-                        resolve_function(attrs["func_name"]),
-                        attrs["input_convention"],
-                        decode_constants(attrs, table.pointer),
-                        list(attrs.get("output_tensor_types", [])),
-                    )
-                )
+                self._steps.append(python_call(node))
         if chosen is None:  # no ONNX segment: the PythonOp nodes decide alone
             chosen = [CUDA, CPU] if CUDA in ort.get_available_providers() and torch.cuda.is_available() else [CPU]
         self._providers = list(chosen)
@@ -301,17 +316,17 @@ class PythonOpSession:
         node = step.node
         tensors = [self._value(n, env) for n in node.input]
         with torch.no_grad():
-            result = step.cls.apply(*step.arguments(tensors))
+            result = step(tensors)
         outs = [result] if isinstance(result, torch.Tensor) else list(result)
         if len(outs) != len(node.output) - 1 or not all(isinstance(o, torch.Tensor) for o in outs):
             raise RuntimeError(
-                f"PythonOp {node.name!r}: {table.func_name(step.cls)}.apply returned {len(outs)} value(s), "
+                f"PythonOp {node.name!r}: {step.label} returned {len(outs)} value(s), "
                 f"the node has {len(node.output) - 1} output(s)"
             )
         for i, (out, expected) in enumerate(zip(outs, step.output_types)):
             if int(onnx_dtype(out.dtype)) != expected:
                 raise RuntimeError(
-                    f"PythonOp {node.name!r}: output {i} of {table.func_name(step.cls)} is {out.dtype}, the "
+                    f"PythonOp {node.name!r}: output {i} of {step.label} is {out.dtype}, the "
                     f"model says {ir.DataType(expected).name}"
                 )
         if node.output[0]:

@@ -1,12 +1,17 @@
-"""A captured ``torch.autograd.Function.apply`` call: one ``com.microsoft::PythonOp`` node (ONNX Runtime's schema)."""
+"""A captured ``torch.autograd.Function.apply`` call, or a custom op without converter: one
+``com.microsoft::PythonOp`` node (ONNX Runtime's schema)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import onnx_ir as ir
+import torch
 
 from ..context import NodeContext
 from ..dtypes import onnx_dtype
-from ..python_op import table
+from ..errors import ConversionError
+from ..python_op import custom_ops, table
 from ..python_op.attributes import DOMAIN, OP_TYPE, node_attributes
 from ..registry import register
 
@@ -30,3 +35,34 @@ def aten2onnx_python_op(ctx: NodeContext, key: str, inputs: list[ir.Value]) -> t
     context.shape = ir.Shape([1])
     ctx.rename(context, f"{ctx.node.name}_ctx")
     return tuple(results[1:])
+
+
+def custom_op_python_op(ctx: NodeContext, *args: Any, **kwargs: Any) -> ir.Value | tuple[ir.Value, ...]:
+    """Any custom op without converter (``mylib::op.overload``, registered per call by
+    ``python_op/custom_ops.py``): one PythonOp node whose ``func_name`` is ``torch.ops.mylib.op.overload``; output
+    0 is the context (INT64 [1]), the op's outputs follow, typed from the FakeTensors PyTorch computed."""
+    op = ctx.node.target
+    where = f"node {ctx.node.name!r} ({ctx.key})"
+    call, tensors = custom_ops.custom_call(op, args, kwargs, lambda v: isinstance(v, ir.Value), where)
+    val = ctx.val
+    outs = list(val) if isinstance(val, (tuple, list)) else [val]
+    if not outs or not all(isinstance(o, torch.Tensor) for o in outs):
+        raise ConversionError(
+            f"{where} returns {val!r}: the PythonOp fallback handles ops returning tensors only; register a "
+            f"converter for {ctx.key!r}"
+        )
+    attrs = node_attributes(
+        call,
+        [v.dtype for v in tensors],
+        [ctx.rank(v) for v in tensors],
+        [onnx_dtype(o.dtype) for o in outs],
+        [o.dim() for o in outs],
+        pointer_id=call.pointer_id,
+    )
+    attrs = [a for a in attrs if a.name != "comment"] + [ir.AttrString("comment", call.comment())]
+    results = ctx.op(OP_TYPE, *tensors, domain=DOMAIN, num_outputs=1 + len(outs), **{a.name: a for a in attrs})
+    context = results[0]
+    context.dtype = ir.DataType.INT64
+    context.shape = ir.Shape([1])
+    ctx.rename(context, f"{ctx.node.name}_ctx")
+    return results[1] if isinstance(val, torch.Tensor) else tuple(results[1:])

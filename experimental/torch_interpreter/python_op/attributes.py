@@ -11,7 +11,7 @@ Lists of numbers are stored as tuples (the function receives a tuple back).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import onnx_ir as ir
@@ -53,14 +53,19 @@ def constant_kind(value: Any) -> str:
 
 
 def node_attributes(
-    call: Call,
+    call: Call | Any,
     input_types: Sequence[int],
     input_ranks: Sequence[int],
     output_types: Sequence[int],
     output_ranks: Sequence[int],
     comment: str = "",
+    pointer_id: Callable[[Any], int] = id,
 ) -> list[ir.Attr]:
-    """The attributes of the PythonOp node of ``call`` (tensor types are ONNX element types)."""
+    """The attributes of the PythonOp node of ``call`` (tensor types are ONNX element types).
+
+    ``call`` has the attributes ``name``, ``convention``, ``arguments``, ``requires_grads`` and
+    ``training_mode`` (a :class:`.table.Call`, or a custom op's call); ``pointer_id`` gives what
+    ``input_pointer_scalars`` stores for an object that is no number (default: its ``id``)."""
     scalars: dict[str, tuple[list, list]] = {k: ([], []) for k in _KINDS}
     tuples: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in _KINDS}
     pointers: tuple[list, list] = ([], [])
@@ -77,7 +82,7 @@ def node_attributes(
             positions.append(position)
             values.extend(int(v) if kind == "bool_tuple" else v for v in value)
         else:
-            pointers[0].append(id(value))
+            pointers[0].append(pointer_id(value))
             pointers[1].append(position)
 
     attrs = [
