@@ -191,3 +191,24 @@ def test_write_into_empty_slice_is_a_no_op(write):
 
 def test_expand_to_zero_length():
     check_model(Fn(lambda x: x[:, :1].expand(-1, 0) + 1), (torch.randn(3, 5),))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda q, x: torch.nn.functional.scaled_dot_product_attention(q, x * 2, x * 2),
+        lambda q, x: torch.nn.functional.scaled_dot_product_attention(x * 2, x * 2, x * 2, is_causal=True),
+        lambda q, x: torch.nn.functional.scaled_dot_product_attention(q, x * 2, x * 2, scale=0.3),
+    ],
+    ids=["kv", "qkv_causal", "scale"],
+)
+def test_attention_on_scaled_key_survives_onnxruntime_optimizer(fn):
+    """key = value = x * 2: onnxruntime's MatMulScaleFusion (extended level, on by default) rewrote
+    Mul(Mul(x, 2), s) -> Transpose -> MatMul into a model it refused ("input 'mul' is not ...")."""
+    import onnxruntime as ort
+
+    q, x = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
+    onx = check_model(Fn(fn), (q, x))
+    sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])  # default optimizations
+    got = sess.run(None, {i.name: t.numpy() for i, t in zip(onx.graph.input, (q, x))})[0]
+    torch.testing.assert_close(torch.from_numpy(got), fn(q, x), atol=1e-5, rtol=1e-4)

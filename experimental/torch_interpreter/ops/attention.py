@@ -78,13 +78,14 @@ def _decomposed(
         e = ctx.cast(dim_of(ctx, q, r - 1, qv.shape[-1]), dtype)
         factor = ctx.op("Pow", e, ctx.const(-0.25, dtype))
     q = ctx.op("Mul", q, factor)
-    k = ctx.op("Mul", k, factor)
     if enable_gqa:
         k = _repeat_heads(ctx, k, kv, qv, q)
         v = _repeat_heads(ctx, v, vv, qv, q)
     perm = list(range(kv.dim()))
     perm[-2], perm[-1] = perm[-1], perm[-2]
-    scores = ctx.op("MatMul", q, ctx.op("Transpose", k, perm=perm))
+    # K^T then the factor: onnxruntime's MatMulScaleFusion breaks Mul(scalar) -> Transpose -> MatMul when
+    # the Mul's input is another scalar Mul read elsewhere (key = value = x * 2): "input 'mul' is not ..."
+    scores = ctx.op("MatMul", q, ctx.op("Mul", ctx.op("Transpose", k, perm=perm), factor))
     if is_causal:  # torch.ones(L, S).tril(): top-left aligned
         rows = _arange(ctx, dim_of(ctx, q, r - 2, qv.shape[-2]))
         cols = _arange(ctx, dim_of(ctx, k, kv.dim() - 2, kv.shape[-2]))
