@@ -212,3 +212,26 @@ def test_attention_on_scaled_key_survives_onnxruntime_optimizer(fn):
     sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])  # default optimizations
     got = sess.run(None, {i.name: t.numpy() for i, t in zip(onx.graph.input, (q, x))})[0]
     torch.testing.assert_close(torch.from_numpy(got), fn(q, x), atol=1e-5, rtol=1e-4)
+
+
+# -- found by the program fuzzer (_unittests/fuzz_programs.py, issue 15)
+
+
+@pytest.mark.parametrize("value", [-1, 2.5, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_copy_of_a_python_number(value, dtype):
+    """``y.copy_(-1)`` (torch takes the number as a 0-D tensor) failed with AttributeError (fuzz seed 118)."""
+
+    def fn(x):
+        y = x.clone()
+        y.copy_(value)
+        return y * 2
+
+    check_model(Fn(fn), (torch.randn(2, 3).to(dtype),))
+
+
+@pytest.mark.parametrize("fn", [lambda x: torch.std(x, 0, keepdim=True), lambda x: torch.var(x, 1)], ids=["std", "var"])
+def test_var_std_of_bfloat16(fn):
+    """onnxruntime has no bfloat16 ``Size``: var/std of bfloat16 gave a model onnxruntime refused (fuzz seed 159)."""
+    check_model(Fn(fn), (torch.randn(4, 3).bfloat16(),), dynamic_shapes=({0: "n"},), atol=2e-2, rtol=2e-2,
+                more_inputs=[((torch.randn(6, 3).bfloat16(),), None)])

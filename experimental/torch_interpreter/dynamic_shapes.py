@@ -86,7 +86,9 @@ def _walk(value: Any, spec: Any, path: str, label: str, axes: dict) -> Any:
                     f"spec names axis {axis!r}"
                 )
             axis = axis % value.dim()
-            out[axis], names[axis] = _dim_of(dim, f"{label} axis {axis}")
+            out[axis], name = _dim_of(dim, f"{label} axis {axis}")
+            if dim is not torch.export.Dim.AUTO:  # Dim.AUTO lets torch.export choose; static is an answer
+                names[axis] = name
         axes[path] = (label, names)
         return out
     if isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):

@@ -30,6 +30,8 @@ def _like(ctx: NodeContext, value: ir.Value, like: ir.Value) -> ir.Value:
 @register("aten::copy.default")
 def aten_copy(ctx: NodeContext, self: ir.Value, src: ir.Value, non_blocking: bool = False) -> ir.Value:
     """copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor: ``src`` cast and broadcast to ``self``."""
+    if not isinstance(src, ir.Value):  # x.copy_(-1): torch takes a Python number as a 0-D tensor
+        return _like(ctx, ctx.operand(src, self.dtype), self)
     if src.shape is not None and same_shape(ctx, ctx.arg_val(1), ctx.val):
         return ctx.cast(src, self.dtype)
     return _like(ctx, src, self)

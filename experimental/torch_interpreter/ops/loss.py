@@ -13,7 +13,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import BOOL, INT64, opmath_dtype, vector_norm
+from ._common import BOOL, INT64, numel, opmath_dtype, vector_norm
 
 NONE, MEAN, SUM = 0, 1, 2
 
@@ -58,7 +58,7 @@ def _reduce(ctx: NodeContext, m: _Math, loss: ir.Value, reduction: int) -> ir.Va
     if reduction == SUM:
         loss = m.sum(loss)
     elif reduction == MEAN:  # sum / count: NaN for an empty loss, where ReduceMean gives 0
-        loss = m.op("Div", m.sum(loss), ctx.cast(ctx.op("Size", loss), m.dtype))
+        loss = m.op("Div", m.sum(loss), ctx.cast(numel(ctx, loss), m.dtype))
     return ctx.cast(loss, ctx.out_dtype)
 
 
@@ -301,7 +301,7 @@ def aten_multi_margin_loss(
     others = ctx.op("Not", ctx.op("Equal", ctx.const(list(range(classes)), INT64), index))
     z = m.where(others, z, 0)
     if reduction == MEAN:
-        loss = m.op("Div", m.sum(z), ctx.cast(ctx.op("Size", z), m.dtype))
+        loss = m.op("Div", m.sum(z), ctx.cast(numel(ctx, z), m.dtype))
     elif reduction == SUM:
         loss = m.op("Div", m.sum(z), classes)
     else:
@@ -349,7 +349,7 @@ def aten_multilabel_margin_loss(ctx: NodeContext, self: ir.Value, target: ir.Val
     )
     per_row = m.sum(m.where(keep, z, 0), [1, 2])
     if reduction == MEAN:
-        loss = m.op("Div", m.sum(per_row), ctx.cast(ctx.op("Size", per_row), m.dtype))
+        loss = m.op("Div", m.sum(per_row), ctx.cast(numel(ctx, per_row), m.dtype))
     elif reduction == SUM:
         loss = m.sum(per_row)
     else:
@@ -445,7 +445,7 @@ def aten_cross_entropy_loss(
         else:
             loss = m.op("Neg", m.sum(product))
             if reduction == MEAN:
-                batch = ctx.op("Div", ctx.op("Size", self), ctx.const(classes, INT64))
+                batch = ctx.op("Div", numel(ctx, self), ctx.const(classes, INT64))
                 loss = m.op("Div", loss, ctx.cast(batch, m.dtype))
         return ctx.cast(loss, ctx.out_dtype)
     loss, w = _nll(ctx, m, logp, target, weight, rank, ignore_index)

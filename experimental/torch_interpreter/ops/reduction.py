@@ -18,7 +18,7 @@ import onnx_ir as ir
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
-from ._common import BOOL, INT64, kernel_op, normalize_dim, opmath_dtype, vector_norm
+from ._common import BOOL, INT64, kernel_op, normalize_dim, numel, opmath_dtype, vector_norm
 
 
 def axes(ctx: NodeContext, dims: int | Sequence[int] | None, rank: int) -> ir.Value | None:
@@ -237,7 +237,7 @@ def _var_mean(
     if all(isinstance(s, int) for s in reduced):
         denom = ctx.const(max(math.prod(reduced) - correction, 0), c)
     else:  # dynamic: number of elements of x over number of elements of the mean
-        count = ctx.op("Div", ctx.op("Size", x), ctx.op("Size", mean))
+        count = ctx.op("Div", numel(ctx, x), numel(ctx, mean))
         denom = ctx.op("Max", ctx.op("Sub", ctx.cast(count, c), ctx.const(correction, c)), ctx.const(0, c))
     var = ctx.op("Div", var, denom)
     if not keepdim:

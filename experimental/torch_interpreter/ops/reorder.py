@@ -19,6 +19,7 @@ from ._common import (
     expand_to,
     kernel_dtype,
     normalize_dim,
+    numel,
     roll_axis,
     static_dim,
     static_ints,
@@ -123,7 +124,7 @@ def aten_roll(ctx: NodeContext, self: ir.Value, shifts: Sequence[int | ir.Value]
         flat = ctx.op("Reshape", self, ctx.const([-1], INT64))
         size = static_dim(ctx.arg_val(0).numel())
         shape = static_shape(ctx.arg_val(0))
-        rolled = roll_axis(ctx, flat, shifts[0], 0, size if size is not None else ctx.op("Size", self))
+        rolled = roll_axis(ctx, flat, shifts[0], 0, size if size is not None else numel(ctx, self))
         return ctx.op("Reshape", rolled, ctx.const(shape, INT64) if shape is not None else ctx.op("Shape", self))
     x = self
     for shift, dim in zip(shifts, dims):
@@ -179,7 +180,7 @@ def aten_repeat_interleave_self_int(
     if dim is None:
         expanded[0] = static_dim(ctx.arg_val(0).numel())
         if expanded[0] is None:
-            expanded[0] = ctx.op("Size", self)
+            expanded[0] = numel(ctx, self)
     x = expand_to(ctx, x, concat_shape(ctx, expanded))
     return ctx.op("Reshape", x, concat_shape(ctx, [*dims[:axis], -1, *dims[axis + 1 :]]))
 

@@ -25,6 +25,7 @@ from ._common import (
     kernel_dtype,
     linspace_values,
     normalize_dim,
+    numel,
     opmath_dtype,
     promoted_dtype,
     static_dim,
@@ -312,7 +313,7 @@ def aten_unique_consecutive(
     rank = ctx.rank(self)
     if dim is None or rank == 0:
         x, axis, rank = ctx.op("Reshape", self, ctx.const([-1], INT64)), 0, 1
-        n = ctx.op("Size", self)
+        n = numel(ctx, self)
     else:
         x, axis = self, normalize_dim(dim, rank)
         n = ctx.op("Shape", self, start=axis, end=axis + 1)

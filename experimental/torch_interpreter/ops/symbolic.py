@@ -13,7 +13,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import BOOL, INT64, normalize_dim
+from ._common import BOOL, INT64, normalize_dim, numel
 
 
 @register("aten::sym_size.int")
@@ -28,7 +28,7 @@ def aten_sym_size_int(ctx: NodeContext, self: ir.Value, dim: int) -> Any:
 
 @register("aten::sym_numel.default")
 def aten_sym_numel(ctx: NodeContext, self: ir.Value) -> Any:
-    return ctx.val if isinstance(ctx.val, int) else ctx.op("Size", self)
+    return ctx.val if isinstance(ctx.val, int) else numel(ctx, self)
 
 
 @register("aten::sym_storage_offset.default")

@@ -27,6 +27,14 @@ def uses_output(ctx: NodeContext, index: int) -> bool:
     return False
 
 
+def numel(ctx: NodeContext, x: ir.Value) -> ir.Value:
+    """The number of elements of ``x``, a 0-D INT64 value: ``Size``, or ``ReduceProd(Shape)`` for bfloat16
+    (onnxruntime has no bfloat16 ``Size`` kernel)."""
+    if x.dtype == ir.DataType.BFLOAT16:
+        return ctx.op("ReduceProd", ctx.op("Shape", x), keepdims=0)
+    return ctx.op("Size", x)
+
+
 # -- shape helpers, also used by indexing.py and creation.py ---------------------------------------------
 def static_shape(val: torch.Tensor) -> list[int] | None:
     """The shape of a FakeTensor as ints, or None when one dimension is dynamic."""
