@@ -332,3 +332,57 @@ def test_triton_op():  # pragma: no cover - runs where triton and a GPU exist
         names = [i.name for i in sess.get_inputs()]
         got = sess.run_torch(None, dict(zip(names, (x, y))))[0]
         torch.testing.assert_close(got.to(x.device), model(x, y))
+
+
+# -- control flow: the bodies holding PythonOp nodes run node by node ---------------------------------------------
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+class CondModel(torch.nn.Module):
+    def forward(self, x):
+        def then_fn(x):
+            return numpy_tanh(x, 2.0) + 1
+
+        def else_fn(x):
+            return Double.apply(x.cos())
+
+        return torch.cond(x.sum() > 0, then_fn, else_fn, (x,)).sigmoid()
+
+
+def test_custom_op_and_function_in_cond():
+    onx = check_model(
+        CondModel(),
+        (torch.ones(3, 4),),
+        dynamic_shapes=({0: "batch"},),
+        more_inputs=[((-torch.ones(5, 4),), None), ((torch.randn(2, 4),), None)],
+    )
+    assert "If" in op_types(onx)
+
+
+class ScanModel(torch.nn.Module):
+    def forward(self, init, xs):
+        from torch._higher_order_ops.scan import scan
+
+        def combine(carry, x):
+            y = numpy_tanh(carry + x, 0.5)
+            return y, y * 2
+
+        last, ys = scan(combine, init, xs)
+        return last, ys
+
+
+def test_custom_op_in_scan():
+    onx = check_model(
+        ScanModel(),
+        (torch.randn(3), torch.randn(4, 3)),
+        dynamic_shapes=(None, {0: "steps"}),
+        more_inputs=[((torch.randn(3), torch.randn(6, 3)), None)],
+    )
+    assert "Scan" in op_types(onx) or "Loop" in op_types(onx)

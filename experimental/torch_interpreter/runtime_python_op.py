@@ -191,7 +191,7 @@ class PythonOpSession:
         types = _value_infos(proto)
 
         steps, free = _plan(graph)
-        self._steps: list[_Segment | _PythonCall] = []
+        self._steps: list[_Segment | _PythonCall | _ControlFlowCall] = []
         producers = {}  # name -> step index
         consumers: dict[str, list[int]] = {}
         for i, step in enumerate(steps):
@@ -206,7 +206,7 @@ class PythonOpSession:
                 producers[name] = i
         graph_outputs = set(self._output_names)
         # constants read by PythonOp nodes or returned as they are: computed once here
-        wanted = graph_outputs | {n for step in steps if not isinstance(step, _Segment) for n in step.input}
+        wanted = graph_outputs | {n for step in steps if not isinstance(step, _Segment) for n in _node_inputs(step)}
         self._constants: dict[str, torch.Tensor] = {}
         for node in {id(free[n]): free[n] for n in wanted if n in free}.values():
             self._constants.update(_evaluate(node, proto))
@@ -236,10 +236,10 @@ class PythonOpSession:
                 self._steps.append(step)
             else:
                 node = step
-                for name in node.input:
+                for name in _node_inputs(node):
                     if name in initializers and name not in self._constants:
                         self._constants[name] = torch.from_numpy(onnx.numpy_helper.to_array(initializers[name]).copy())
-                self._steps.append(python_call(node))
+                self._steps.append(python_call(node) if _is_python_op(node) else _ControlFlowCall.create(node, proto))
         if chosen is None:  # no ONNX segment: the PythonOp nodes decide alone
             chosen = [CUDA, CPU] if CUDA in ort.get_available_providers() and torch.cuda.is_available() else [CPU]
         self._providers = list(chosen)
@@ -249,7 +249,7 @@ class PythonOpSession:
         # values to drop after the step that reads them last
         last: dict[str, int] = {}
         for i, step in enumerate(self._steps):
-            names = step.inputs if isinstance(step, _Segment) else list(step.node.input)
+            names = step.inputs if isinstance(step, _Segment) else _node_inputs(step.node)
             for name in names:
                 last[name] = i
         self._release: list[list[str]] = [[] for _ in self._steps]
@@ -257,9 +257,9 @@ class PythonOpSession:
             if name not in graph_outputs:
                 self._release[i].append(name)
         logger.info(
-            "PythonOpSession: %d onnxruntime segment(s), %d PythonOp node(s)",
+            "PythonOpSession: %d onnxruntime segment(s), %d PythonOp or control-flow node(s) run in Python",
             sum(isinstance(s, _Segment) for s in self._steps),
-            sum(isinstance(s, _PythonCall) for s in self._steps),
+            sum(not isinstance(s, _Segment) for s in self._steps),
         )
 
     # -- onnxruntime's interface -------------------------------------------------------------------------------
@@ -294,6 +294,9 @@ class PythonOpSession:
             if isinstance(step, _Segment):
                 outs = step.session.run_ortvalues(step.outputs, {n: env[n] for n in step.inputs}, run_options)
                 env.update(zip(step.outputs, outs))
+            elif isinstance(step, _ControlFlowCall):
+                outs = step.run([self._value(n, env) for n in step.inputs])
+                env.update((n, o.to(self._device)) for n, o in zip([o for o in step.node.output if o], outs))
             else:
                 self._call(step, env)
             for name in release:
@@ -398,14 +401,9 @@ def _plan(graph: onnx.GraphProto) -> tuple[list[_Segment | onnx.NodeProto], dict
     calls: dict[int, list[onnx.NodeProto]] = {}
     free: dict[str, onnx.NodeProto] = {}
     for node in graph.node:
-        if any(_graph_has_python_op(g) for g in _subgraphs(node)):
-            raise NotImplementedError(
-                f"node {node.name!r} ({node.op_type}) has a PythonOp node in a subgraph: PythonOp nodes inside "
-                "control flow cannot run outside onnxruntime's training build"
-            )
         inputs = _node_inputs(node)
         level = max((stage.get(n, 0) for n in inputs), default=0)
-        if _is_python_op(node):
+        if _is_python_op(node) or _holds_python_op(node):  # run in Python (control flow: node by node)
             calls.setdefault(level, []).append(node)
             stage.update((o, level + 1) for o in node.output if o)
         elif not inputs:
@@ -422,6 +420,66 @@ def _plan(graph: onnx.GraphProto) -> tuple[list[_Segment | onnx.NodeProto], dict
             steps.append(_Segment([n for n in graph.node if id(n) in constants] + nodes))
         steps.extend(calls.get(level, []))
     return steps, free
+
+
+def _holds_python_op(node: onnx.NodeProto) -> bool:
+    """A control-flow node (If, Loop, Scan) with a PythonOp node in one of its bodies."""
+    return any(_graph_has_python_op(g) for g in _subgraphs(node))
+
+
+def _python_op_run_class() -> type:
+    """onnx's reference evaluator kernel for ``com.microsoft::PythonOp``: calls the function or the custom op
+    (numpy in and out)."""
+    from onnx.reference.op_run import OpRun
+
+    class PythonOp(OpRun):
+        op_domain = DOMAIN
+
+        def _run(self, *inputs: np.ndarray, **attributes: Any) -> tuple[np.ndarray, ...]:
+            call = getattr(self, "_call", None)
+            if call is None:
+                call = self._call = python_call(self.onnx_node)
+            tensors = [torch.from_numpy(np.array(x, copy=True)) for x in inputs]
+            with torch.no_grad():
+                result = call(tensors)
+            outs = [result] if isinstance(result, torch.Tensor) else list(result)
+            if len(outs) != len(self.onnx_node.output) - 1:
+                raise RuntimeError(
+                    f"PythonOp {self.onnx_node.name!r}: {call.label} returned {len(outs)} value(s), the node has "
+                    f"{len(self.onnx_node.output) - 1} output(s)"
+                )
+            return (np.zeros(1, dtype=np.int64), *(o.detach().cpu().numpy() for o in outs))
+
+    return PythonOp
+
+
+@dataclass
+class _ControlFlowCall:
+    """A control-flow node whose bodies hold PythonOp nodes, run node by node by onnx's reference evaluator
+    (numpy, on the CPU), the PythonOp nodes calling back torch."""
+
+    node: onnx.NodeProto
+    inputs: list[str]
+    evaluator: Any
+
+    @classmethod
+    def create(cls, node: onnx.NodeProto, model: onnx.ModelProto) -> _ControlFlowCall:
+        from onnx.reference import ReferenceEvaluator
+
+        inputs = list(dict.fromkeys(_node_inputs(node)))
+        graph = onnx.helper.make_graph(
+            [node],
+            f"{node.name}_control_flow",
+            [onnx.helper.make_empty_tensor_value_info(n) for n in inputs],
+            [onnx.helper.make_empty_tensor_value_info(o) for o in node.output if o],
+        )
+        sub = onnx.helper.make_model(graph, opset_imports=model.opset_import, functions=model.functions)
+        sub.ir_version = model.ir_version
+        return cls(node, inputs, ReferenceEvaluator(sub, new_ops=[_python_op_run_class()]))
+
+    def run(self, values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        feeds = {name: v.detach().cpu().numpy() for name, v in zip(self.inputs, values)}
+        return [torch.from_numpy(np.asarray(o)) for o in self.evaluator.run(None, feeds)]
 
 
 def _evaluate(node: onnx.NodeProto, model: onnx.ModelProto) -> dict[str, torch.Tensor]:
