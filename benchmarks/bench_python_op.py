@@ -9,7 +9,9 @@ table: median and minimum time of each case, and its overhead against the refere
 * ``PythonOp, run_torch``: the exported model, torch tensors in and out (DLPack, no copy);
 * ``PythonOp, run``: the same, numpy in and out, as onnxruntime's ``run``;
 * ``relu -> PythonOp -> sigmoid``: the function between two ONNX ops, so two onnxruntime segments around
-  it, against ``... inline``, the same model exported with ``autograd_functions="inline"`` (one session).
+  it, against ``... inline``, the same model exported with ``autograd_functions="inline"`` (one session);
+* ``custom op``: the same computation as a ``torch.library.custom_op`` (``bench::scale``) without converter,
+  exported as a PythonOp node calling ``torch.ops.bench.scale.default``, against calling the op directly.
 """
 
 from __future__ import annotations
@@ -32,6 +34,21 @@ class Scale(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         return grad * 2.0, None
+
+
+@torch.library.custom_op("bench::scale", mutates_args=())
+def scale_op(x: torch.Tensor, alpha: float) -> torch.Tensor:
+    return x * alpha
+
+
+@scale_op.register_fake
+def _(x: torch.Tensor, alpha: float) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class OneCustomOp(torch.nn.Module):
+    def forward(self, x):
+        return scale_op(x, 2.0)
 
 
 class One(torch.nn.Module):
@@ -87,12 +104,19 @@ def main() -> None:
     rows.append(("relu -> mul -> sigmoid, inline (1 session)", _median(lambda: inline.run_torch(None, {feed: x}), n)))
     rows.append(("relu -> PythonOp -> sigmoid (2 sessions)", _median(lambda: cut.run_torch(None, {feed: x}), n)))
 
+    op = torch.ops.bench.scale.default
+    with torch.no_grad():
+        rows.append(("direct torch.ops.bench.scale(x)", _median(lambda: op(x, 2.0), n)))
+    custom = InferenceSession(to_onnx(OneCustomOp(), (x,)), sess_options=options)
+    torch.testing.assert_close(custom.run_torch(None, {feed: x})[0], x * 2.0)
+    rows.append(("custom op PythonOp, run_torch", _median(lambda: custom.run_torch(None, {feed: x}), n)))
+
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, providers {sess.get_providers()}, "
         f"{args.size} float32, {args.repeat} runs"
     )
     print(f"{'case':<44} {'median ms':>10} {'overhead':>9} {'min ms':>8} {'overhead':>9}")
-    reference = {1: 0, 2: 0, 4: 3}
+    reference = {1: 0, 2: 0, 4: 3, 6: 5}
     for i, (name, (median, low)) in enumerate(rows):
         line = f"{name:<44} {median * 1e3:10.3f} "
         if i in reference:
