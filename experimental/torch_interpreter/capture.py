@@ -46,6 +46,17 @@ _HINTS = [
     ),
     ("Unsupported input type", "an input type is not a registered pytree node; register it or flatten the inputs"),
     (
+        "transformers.cache_utils",
+        "a transformers cache is not a pytree node: let to_onnx register it (capture_strategies=True, the default, "
+        "or a tuple naming 'transformers_caches'), or export under bypass_export_some_errors(patch_transformers=True)",
+    ),
+    (
+        "must be bool, not SymBool",
+        "the model branches on a dynamic size compared with 1 (e.g. transformers' sdpa `is_causal = q_length > 1`) "
+        "while an example has size 1 on that axis: give examples of size >= 2 on dynamic axes (a sequence of 2 "
+        "or more), or declare that axis static",
+    ),
+    (
         "Output-to-output aliasing",
         "a body of a control-flow operator (scan, cond, while_loop, map) returns the same tensor twice, "
         "e.g. a scan combine_fn `return [next_carry, next_carry]` (the carry also as scanned output); "

@@ -1,0 +1,70 @@
+"""transformers LLMs with their default ``use_cache=True`` convert with ``to_onnx(model, kwargs=inputs)`` alone:
+the cache classes are registered for the export only (capture strategy ``transformers_caches``), a batch of 1
+keeps the batch axis dynamic (``size_oblivious``), and the model matches eager on batch 1 and batch 3."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+
+import llm_cache_models as models  # noqa: E402
+import torch  # noqa: E402
+import torch.utils._pytree as pytree  # noqa: E402
+import transformers  # noqa: E402
+
+from experimental.torch_interpreter import DynamicShapeError, ExportCaptureError, InferenceSession, to_onnx  # noqa: E402
+
+
+def _feeds(inputs: dict) -> dict:
+    feeds = {"input_ids": inputs["input_ids"], "attention_mask": inputs["attention_mask"]}
+    for i, layer in enumerate(inputs["past_key_values"].layers):
+        feeds[f"past_key_values.{i}.key"] = layer.keys
+        feeds[f"past_key_values.{i}.value"] = layer.values
+    return feeds
+
+
+def _expected(model, inputs: dict) -> list[np.ndarray]:
+    with torch.no_grad():
+        out = model(**inputs)
+    tensors = [out.logits] + [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
+    return [t.numpy() for t in tensors]
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral", "gpt2"])
+def test_default_cache_batch_of_one(name):
+    model = models.decoder_model(name)
+    assert model.config.use_cache
+    inputs = models.decoder_inputs(model, batch=1, seq=3, past=4)
+    onx = to_onnx(model, kwargs=inputs, dynamic_shapes=models.decoder_dynamic_shapes(model))
+    # the registration was scoped to the export, the user's cache was not extended
+    assert transformers.DynamicCache not in pytree.SUPPORTED_NODES
+    assert inputs["past_key_values"].get_seq_length() == 4
+    outputs = [o.name for o in onx.graph.output]
+    assert outputs == ["logits", "present.0.key", "present.0.value", "present.1.key", "present.1.value"]
+    dims = [d.dim_param or d.dim_value for d in onx.graph.input[2].type.tensor_type.shape.dim]
+    assert dims[0] == "batch" and dims[2] == "past"
+    meta = {p.key: p.value for p in onx.metadata_props}
+    assert meta["aten2onnx.capture.strategies"] == "transformers_caches,size_oblivious"
+    sess = InferenceSession(onx)
+    for batch, seq, past in [(1, 3, 4), (3, 5, 7)]:
+        feeds_inputs = models.decoder_inputs(model, batch=batch, seq=seq, past=past, seed=batch)
+        got = sess.run(None, _feeds(feeds_inputs))
+        for g, e in zip(got, _expected(model, feeds_inputs)):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, atol=1e-4, rtol=1e-4)
+
+
+def test_default_cache_strategy_off():
+    model = models.decoder_model("gpt2")
+    inputs = models.decoder_inputs(model, batch=2, seq=3, past=4)
+    with pytest.raises((ExportCaptureError, DynamicShapeError), match="transformers_caches"):
+        to_onnx(model, kwargs=inputs, dynamic_shapes=models.decoder_dynamic_shapes(model), capture_strategies=False)
+
+
+def test_sequence_of_one_says_what_to_change():
+    """transformers' sdpa computes ``is_causal = q_length > 1``: a sequence of 1 in the example cannot stay
+    dynamic; the error says to give a longer example."""
+    model = models.decoder_model("gpt2")
+    inputs = models.decoder_inputs(model, batch=1, seq=1, past=1)
+    with pytest.raises(ExportCaptureError, match="size >= 2 on dynamic axes"):
+        to_onnx(model, kwargs=inputs, dynamic_shapes=models.decoder_dynamic_shapes(model))
