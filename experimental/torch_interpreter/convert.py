@@ -18,6 +18,7 @@ from . import capture
 from . import capture_strategies as cs
 from . import dynamic_shapes as ds
 from .builder import GraphBuilder
+from .complex_pairs import check_no_complex_io
 from .dtypes import value_type
 from .errors import (
     ConversionError,
@@ -157,6 +158,7 @@ def translate(
     ep: torch.export.ExportedProgram, registry: Registry, dim_names: dict[str, str], opset: int
 ) -> ir.Model:
     """Translates an ExportedProgram into an ``onnx_ir.Model``."""
+    check_no_complex_io(ep)
     builder = GraphBuilder(opset)
     interpreter = Interpreter(builder, registry, dim_names)
     signature = ep.graph_signature

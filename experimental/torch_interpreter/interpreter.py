@@ -13,6 +13,7 @@ import torch.fx
 
 from .aliasing import AliasEnv
 from .builder import GraphBuilder
+from .complex_pairs import complex_key, involves_complex, is_complex, pair_type
 from .context import NodeContext
 from .dtypes import value_type
 from .dynamic_shapes import onnx_dim
@@ -24,12 +25,21 @@ from .registry import Registry, target_key
 logger = logging.getLogger(__name__)
 
 
+def node_key(node: torch.fx.Node) -> str:
+    """The registry key of the converter of a ``call_function`` node: its target's key, or for an aten op
+    reading or producing complex tensors, the key of its real-pair converter (``complex::mul.Tensor``)."""
+    key = target_key(node.target)
+    if key.startswith("aten::") and involves_complex(node):
+        key = complex_key(key)  # complex tensors travel as real pairs (complex_pairs.py)
+    return key
+
+
 def missing_converters(gm: torch.fx.GraphModule, registry: Registry) -> dict[str, list[tuple[str, str]]]:
     """Every ``call_function`` target of ``gm`` and its submodules without a converter."""
     missing: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target not in registry:
-            missing[target_key(node.target)].append((node.name, source_line(node)))
+        if node.op == "call_function" and node_key(node) not in registry:
+            missing[node_key(node)].append((node.name, source_line(node)))
         elif node.op == "get_attr":
             sub = getattr(gm, node.target, None)
             if isinstance(sub, torch.fx.GraphModule):
@@ -177,7 +187,7 @@ class Interpreter:
         """Calls the converter of ``node`` on ``args`` and ``kwargs`` (values, not FX nodes) and returns
         what it returns; any failure becomes a :class:`ConversionError` naming the node. Every converter
         call goes through here, also the ones alias tracking makes on other arguments (aliasing.py)."""
-        key = target_key(node.target)
+        key = node_key(node)
         converter = self.registry.get(key)
         if converter is None:
             raise_if_missing({key: [(node.name, source_line(node))]})
@@ -224,6 +234,8 @@ class Interpreter:
         if expected is None:
             return
         shape = self.onnx_shape(val) if isinstance(val, torch.Tensor) else None
+        if is_complex(val):
+            expected, shape = pair_type(val, shape)
         if result.dtype is not None and result.dtype != expected:
             raise ConversionError(
                 f"the converter of {describe(node)} produced {result.dtype.name} but PyTorch computes "

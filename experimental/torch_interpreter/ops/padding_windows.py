@@ -14,6 +14,7 @@ from ..context import NodeContext
 from ..registry import register
 from ._common import (
     BF16,
+    BOOL,
     INT64,
     normalize_dim,
     pad_axes,
@@ -40,9 +41,36 @@ def aten_unfold(ctx: NodeContext, self: ir.Value, dimension: int, size: int, ste
     return out if perm == list(range(rank + 1)) else ctx.op("Transpose", out, perm=perm)
 
 
+def _dynamic_pad(ctx: NodeContext, self: ir.Value, pad: Sequence[Any], mode: str, value: Any) -> ir.Value:
+    """Constant padding whose amounts are computed at run time (``seq % chunk``): the ``pads`` input of
+    ``Pad`` is built from them; ONNX crops where an amount is negative, as PyTorch does."""
+    if mode != "constant":
+        raise NotImplementedError(
+            f"{mode!r} padding needs static amounts, got {list(pad)}; only constant padding takes dynamic ones"
+        )
+    rank = ctx.rank(self)
+    axes = [rank - 1 - i for i in range(len(pad) // 2)]
+    amounts = ctx.int64s([*pad[0::2], *pad[1::2]])
+    dtype = self.dtype
+    fill = 0 if value is None else value
+    if dtype == BOOL:
+        fill = bool(fill)
+    elif not dtype.is_floating_point():
+        fill = int(fill)
+    wide = widen(ctx, self, "Pad")
+    out = ctx.op("Pad", wide, amounts, ctx.const(fill, wide.dtype), ctx.const(axes, INT64), mode="constant")
+    return ctx.cast(out, dtype)
+
+
+def _is_dynamic(pad: Sequence[Any]) -> bool:
+    return any(isinstance(p, ir.Value) for p in pad)
+
+
 @register("aten::constant_pad_nd.default")
 def aten_constant_pad_nd(ctx: NodeContext, self: ir.Value, pad: Sequence[int], value: Any = 0) -> ir.Value:
     """constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor"""
+    if _is_dynamic(pad):
+        return _dynamic_pad(ctx, self, pad, "constant", value)
     return pad_axes(ctx, self, pad, "constant", value)
 
 
@@ -51,6 +79,8 @@ def aten_pad(
     ctx: NodeContext, self: ir.Value, pad: Sequence[int], mode: str = "constant", value: float | None = None
 ) -> ir.Value:
     """pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor"""
+    if _is_dynamic(pad):
+        return _dynamic_pad(ctx, self, pad, mode, value)
     return pad_axes(ctx, self, pad, mode, value)
 
 

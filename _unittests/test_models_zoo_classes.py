@@ -1,0 +1,174 @@
+"""One tiny transformers model per failure class of the architecture sweep (benchmarks/transformers_zoo.py)
+that is now converted, checked against eager PyTorch on two input sets with dynamic batch and sequence,
+plus op-level tests of the converters those classes needed (grouped matmul, dynamic pad, complex pairs)."""
+
+import onnx
+import pytest
+import torch
+
+from experimental.torch_interpreter import ConversionError, to_onnx
+from helpers import check_model, op_types
+
+DYNAMIC = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
+
+
+def _inputs(batch: int, seq: int, vocab: int = 1000) -> dict:
+    gen = torch.Generator().manual_seed(batch * 100 + seq)
+    ids = torch.randint(0, vocab, (batch, seq), generator=gen)
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    mask[0, : seq // 3] = 0  # left padding on the first row
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+# -- op level ---------------------------------------------------------------------------------------------
+def _offsets(counts: list[int]) -> torch.Tensor:
+    return torch.tensor(counts).cumsum(0).to(torch.int32)
+
+
+@pytest.mark.parametrize("counts", [[3, 0, 5, 1], [0, 0, 9, 0], [2, 2, 2, 2]], ids=["uneven", "one", "even"])
+def test_grouped_mm_fallback_uneven_experts(counts):
+    """Rows sorted by expert, some experts with no row: one MatMul per expert, no PythonOp."""
+    transformers = pytest.importorskip("transformers")
+    import transformers.integrations.moe  # noqa: F401  (registers transformers::grouped_mm_fallback)
+
+    class Grouped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(4, 6, 5))
+
+        def forward(self, x, offs):
+            return torch.ops.transformers.grouped_mm_fallback(x, self.weight, offs)
+
+    torch.manual_seed(0)
+    x = torch.randn(sum(counts), 6)
+    onx = check_model(Grouped(), (x, _offsets(counts)), dynamic_shapes=({0: "rows"}, None), atol=1e-5,
+                      more_inputs=[((torch.randn(7, 6), _offsets([1, 4, 0, 2])), None)])
+    assert "PythonOp" not in op_types(onx) and op_types(onx).count("MatMul") == 4
+
+
+def test_grouped_mm_fallback_sentinel_rows_are_zero():
+    """Rows past the last offset (expert-parallel sentinels) come out as zeros, as in the fallback kernel."""
+    pytest.importorskip("transformers")
+    import transformers.integrations.moe  # noqa: F401
+
+    weight = torch.randn(2, 3, 4)
+
+    class Grouped(torch.nn.Module):
+        def forward(self, x, offs):
+            return torch.ops.transformers.grouped_mm_fallback(x, weight, offs)
+
+    check_model(Grouped(), (torch.randn(6, 3), _offsets([1, 3])), dynamic_shapes=({0: "rows"}, None))
+
+
+def test_dynamic_pad_amount():
+    """A pad computed from the sequence length (``seq % chunk``, Mamba-2 chunked scans): Pad takes it as a tensor."""
+
+    class PadToChunk(torch.nn.Module):
+        def forward(self, x):
+            pad = (8 - x.shape[1] % 8) % 8
+            return torch.nn.functional.pad(x, (0, 0, 0, pad), value=1.5)
+
+    onx = check_model(PadToChunk(), (torch.randn(2, 5, 3),), dynamic_shapes=({0: "batch", 1: "seq"},),
+                      more_inputs=[((torch.randn(3, 11, 3),), None), ((torch.randn(1, 16, 3),), None)])
+    assert "Pad" in op_types(onx)
+
+
+def test_dynamic_pad_reflect_is_a_clear_error():
+    class Reflect(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.pad(x, (0, (4 - x.shape[-1] % 4) % 4), mode="reflect")
+
+    with pytest.raises(ConversionError, match="'reflect' padding needs static amounts"):
+        to_onnx(Reflect(), (torch.randn(2, 3, 6),), dynamic_shapes=({2: "n"},))
+
+
+class _Rotary(torch.nn.Module):
+    """DeepSeek-V2's complex rotary embedding: polar, view_as_complex, complex product, view_as_real."""
+
+    def forward(self, x, pos):
+        inv = 1.0 / (10000 ** (torch.arange(0, x.shape[-1], 2, dtype=torch.float32) / x.shape[-1]))
+        freqs = pos[..., None].float() * inv
+        cis = torch.polar(torch.ones_like(freqs), freqs) * 0.5
+        xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(xc * cis.unsqueeze(1)).flatten(3)
+
+
+def test_complex_rotary_as_real_pairs():
+    x, pos = torch.randn(2, 3, 5, 8), torch.arange(5).expand(2, 5)
+    onx = check_model(_Rotary(), (x, pos), dynamic_shapes=({0: "batch", 2: "seq"}, {0: "batch", 1: "seq"}),
+                      more_inputs=[((torch.randn(3, 3, 7, 8), torch.arange(7).expand(3, 7) + 2), None)])
+    types = {t.type.tensor_type.elem_type for t in onx.graph.value_info}
+    assert onnx.TensorProto.COMPLEX64 not in types
+    assert {"Cos", "Sin"} <= set(op_types(onx))
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul_real"])
+def test_complex_arithmetic(op):
+    def fn(a, b):
+        ca, cb = torch.view_as_complex(a), torch.view_as_complex(b)
+        out = {"add": ca + cb, "sub": ca - cb, "mul_real": (ca * b[..., 0]).transpose(0, 1) * 2.0}[op]
+        return torch.view_as_real(out)
+
+    class M(torch.nn.Module):
+        def forward(self, a, b):
+            return fn(a, b)
+
+    check_model(M(), (torch.randn(3, 4, 2), torch.randn(3, 4, 2)))
+
+
+def test_complex_model_output_is_a_clear_error():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.view_as_complex(x) * 2
+
+    with pytest.raises(ConversionError, match="complex tensors are supported inside the graph only"):
+        to_onnx(M(), (torch.randn(3, 2),))
+
+
+# -- one tiny model per class ------------------------------------------------------------------------------
+def _qwen2_moe():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.Qwen2MoeConfig(
+        hidden_size=64, intermediate_size=128, moe_intermediate_size=32, shared_expert_intermediate_size=64,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=1000, num_experts=4,
+        num_experts_per_tok=2, use_cache=False,
+    )
+    return transformers.Qwen2MoeForCausalLM(cfg)
+
+
+def _deepseek_v2():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.DeepseekV2Config(
+        hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=4, vocab_size=1000, n_routed_experts=4, num_experts_per_tok=2,
+        kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16,
+        first_k_dense_replace=1, n_group=1, topk_group=1, use_cache=False,
+    )
+    return transformers.DeepseekV2ForCausalLM(cfg)
+
+
+def _bamba():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BambaConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=1000, mamba_n_heads=4, mamba_d_head=32, mamba_d_state=16, mamba_chunk_size=8,
+        attn_layer_indices=[1], use_cache=False,
+    )
+    return transformers.BambaForCausalLM(cfg)
+
+
+@pytest.mark.parametrize(
+    "factory, second",
+    [
+        (_qwen2_moe, (3, 13)),  # mixture of experts: transformers::grouped_mm_fallback
+        (_deepseek_v2, (3, 13)),  # complex rotary embedding and MoE
+        # Mamba-2 hybrid, pad amount from seq % chunk; torch.export itself specializes the number of chunks
+        # (guard seq <= chunk for a first input of one chunk), so both input sets stay within one chunk
+        (_bamba, (3, 5)),
+    ],
+    ids=["qwen2_moe", "deepseek_v2", "bamba"],
+)
+def test_zoo_class_model(factory, second):
+    torch.manual_seed(0)
+    model = factory().eval()
+    check_model(model, (), _inputs(2, 7), dynamic_shapes=DYNAMIC, more_inputs=[((), _inputs(*second))], atol=1e-4)

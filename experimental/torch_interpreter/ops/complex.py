@@ -1,0 +1,220 @@
+"""Complex tensors as real pairs: every converter here receives and returns a complex tensor of shape ``S`` as a
+real tensor of shape ``S + [2]`` (real, imaginary on the last axis), see
+:mod:`experimental.torch_interpreter.complex_pairs`. The interpreter calls them, under the key
+``complex::<op>.<overload>``, for the FX nodes that read or produce a complex tensor (rotary embeddings written
+with ``torch.polar``, ``view_as_complex`` and a complex product, DeepSeek-V2 style). ``view_as_complex`` and
+``view_as_real`` are the boundary: the pair is already the real view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import onnx_ir as ir
+
+from ..context import NodeContext
+from ..registry import register
+from ._common import INT64, normalize_dim
+
+
+def _is_pair(ctx: NodeContext, index: int) -> bool:
+    """Whether argument ``index`` is a complex tensor (so carried as a real pair)."""
+    val = ctx.arg_val(index)
+    return hasattr(val, "is_complex") and val.is_complex()
+
+
+def _parts(ctx: NodeContext, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Real and imaginary parts of a pair, each keeping a last axis of size 1."""
+    return ctx.op("Split", x, ctx.const([1, 1], INT64), axis=-1, num_outputs=2)
+
+
+def _real_as_pair_operand(ctx: NodeContext, x: Any, dtype: ir.DataType) -> ir.Value:
+    """A real tensor or scalar multiplying or adding to a pair: a trailing axis of 1 broadcasts it."""
+    if isinstance(x, ir.Value):
+        return ctx.op("Unsqueeze", ctx.cast(x, dtype), ctx.const([-1], INT64))
+    if isinstance(x, complex):
+        raise NotImplementedError(f"a Python complex scalar ({x}) as operand is not supported")
+    return ctx.const(float(x), dtype)
+
+
+def _pair_dtype(ctx: NodeContext) -> ir.DataType:
+    return ir.DataType.DOUBLE if "128" in str(ctx.val.dtype) else ir.DataType.FLOAT
+
+
+def _complex_dim(ctx: NodeContext, dim: int, rank: int) -> int:
+    """An axis of the complex tensor, as a non-negative axis of its pair (the pair's last axis stays last)."""
+    return normalize_dim(dim, rank)
+
+
+# -- boundary ---------------------------------------------------------------------------------------------
+@register("complex::view_as_complex.default")
+def complex_view_as_complex(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """view_as_complex(Tensor(a) self) -> Tensor(a): the real tensor ``[..., 2]`` already is the pair."""
+    return ctx.op("Identity", self)
+
+
+@register("complex::view_as_real.default")
+def complex_view_as_real(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """view_as_real(Tensor(a) self) -> Tensor(a): the pair is the real view."""
+    return ctx.op("Identity", self)
+
+
+@register("complex::polar.default")
+def complex_polar(ctx: NodeContext, abs: ir.Value, angle: ir.Value) -> ir.Value:
+    """polar(Tensor abs, Tensor angle) -> Tensor: ``abs * cos(angle)``, ``abs * sin(angle)``."""
+    dtype = _pair_dtype(ctx)
+    r, theta = ctx.cast(abs, dtype), ctx.cast(angle, dtype)
+    last = ctx.const([-1], INT64)
+    re = ctx.op("Unsqueeze", ctx.op("Mul", r, ctx.op("Cos", theta)), last)
+    im = ctx.op("Unsqueeze", ctx.op("Mul", r, ctx.op("Sin", theta)), last)
+    return ctx.op("Concat", re, im, axis=-1)
+
+
+# -- arithmetic -------------------------------------------------------------------------------------------
+@register("complex::mul.Tensor", "complex::mul.Scalar")
+def complex_mul(ctx: NodeContext, self: Any, other: Any) -> ir.Value:
+    """mul.Tensor(Tensor self, Tensor other) -> Tensor: ``(a + bi)(c + di) = (ac - bd) + (ad + bc)i``; a real
+    operand scales both parts."""
+    dtype = _pair_dtype(ctx)
+    left, right = _is_pair(ctx, 0), _is_pair(ctx, 1)
+    if left and right:
+        a, b = _parts(ctx, self)
+        c, d = _parts(ctx, other)
+        re = ctx.op("Sub", ctx.op("Mul", a, c), ctx.op("Mul", b, d))
+        im = ctx.op("Add", ctx.op("Mul", a, d), ctx.op("Mul", b, c))
+        return ctx.op("Concat", re, im, axis=-1)
+    pair, real = (self, other) if left else (other, self)
+    return ctx.op("Mul", ctx.cast(pair, dtype), _real_as_pair_operand(ctx, real, dtype))
+
+
+def _add_sub(ctx: NodeContext, op_type: str, self: Any, other: Any, alpha: Any) -> ir.Value:
+    dtype = _pair_dtype(ctx)
+    if alpha != 1:
+        raise NotImplementedError(f"complex {op_type} with alpha={alpha} is not supported")
+    left, right = _is_pair(ctx, 0), _is_pair(ctx, 1)
+    if left and right:
+        return ctx.op(op_type, self, other)
+    zero = ctx.const(0.0, dtype)
+
+    def as_pair(x: Any) -> ir.Value:  # a real operand: imaginary part 0
+        re = _real_as_pair_operand(ctx, x, dtype)
+        if not isinstance(x, ir.Value):
+            re = ctx.op("Reshape", re, ctx.const([1], INT64))
+        return ctx.op("Concat", re, ctx.op("Mul", re, zero), axis=-1)
+
+    return ctx.op(op_type, self if left else as_pair(self), other if right else as_pair(other))
+
+
+@register("complex::add.Tensor")
+def complex_add(ctx: NodeContext, self: Any, other: Any, alpha: Any = 1) -> ir.Value:
+    """add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor: parts added."""
+    return _add_sub(ctx, "Add", self, other, alpha)
+
+
+@register("complex::sub.Tensor")
+def complex_sub(ctx: NodeContext, self: Any, other: Any, alpha: Any = 1) -> ir.Value:
+    """sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor: parts subtracted."""
+    return _add_sub(ctx, "Sub", self, other, alpha)
+
+
+@register("complex::neg.default")
+def complex_neg(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """neg(Tensor self) -> Tensor: both parts negated."""
+    return ctx.op("Neg", self)
+
+
+@register("complex::conj_physical.default")
+def complex_conj_physical(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """conj_physical(Tensor self) -> Tensor: the imaginary part negated."""
+    return ctx.op("Mul", self, ctx.const([1.0, -1.0], _pair_dtype(ctx)))
+
+
+# -- moves: the pair's last axis stays last ---------------------------------------------------------------
+@register("complex::_assert_tensor_metadata.default")
+def complex__assert_tensor_metadata(ctx: NodeContext, *args: Any, **kwargs: Any) -> None:
+    """_assert_tensor_metadata(Tensor a, SymInt[]? size=None, ...) -> (): checked by torch.export, no ONNX."""
+    return None
+
+
+@register("complex::to.dtype_layout", "complex::to.dtype", "complex::_to_copy.default", "complex::clone.default",
+          "complex::alias.default", "complex::contiguous.default")
+def complex_to(ctx: NodeContext, self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
+    """to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, ...) -> Tensor(a): a copy; the complex
+    dtype kept (a conversion to or from a real dtype is not supported)."""
+    if not (_is_pair(ctx, 0) and ctx.val.is_complex()) or ctx.arg_val(0).dtype != ctx.val.dtype:
+        raise NotImplementedError(
+            f"a conversion from {ctx.arg_val(0).dtype} to {ctx.val.dtype} is not supported; "
+            "use torch.view_as_real / view_as_complex"
+        )
+    return ctx.op("Identity", self)
+
+
+@register("complex::unsqueeze.default")
+def complex_unsqueeze(ctx: NodeContext, self: ir.Value, dim: int) -> ir.Value:
+    """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
+    axis = normalize_dim(dim, ctx.arg_val(0).dim() + 1)
+    return ctx.op("Unsqueeze", self, ctx.const([axis], INT64))
+
+
+@register("complex::squeeze.dim", "complex::squeeze.dims")
+def complex_squeeze(ctx: NodeContext, self: ir.Value, dim: int | Sequence[int]) -> ir.Value:
+    """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a): the axes of size 1 among ``dim`` removed."""
+    val = ctx.arg_val(0)
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    axes = [a for a in (normalize_dim(d, max(val.dim(), 1)) for d in dims) if val.dim() and val.shape[a] == 1]
+    return ctx.op("Squeeze", self, ctx.const(axes, INT64)) if axes else ctx.op("Identity", self)
+
+
+@register("complex::view.default", "complex::reshape.default", "complex::_unsafe_view.default")
+def complex_view(ctx: NodeContext, self: ir.Value, size: Sequence[Any]) -> ir.Value:
+    """view(Tensor(a) self, SymInt[] size) -> Tensor(a): the new shape with the pair axis appended."""
+    return ctx.op("Reshape", self, ctx.int64s([*size, 2]))
+
+
+@register("complex::transpose.int")
+def complex_transpose(ctx: NodeContext, self: ir.Value, dim0: int, dim1: int) -> ir.Value:
+    """transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)"""
+    rank = ctx.arg_val(0).dim()
+    perm = list(range(rank + 1))
+    a, b = normalize_dim(dim0, rank), normalize_dim(dim1, rank)
+    perm[a], perm[b] = perm[b], perm[a]
+    return ctx.op("Transpose", self, perm=perm)
+
+
+@register("complex::permute.default")
+def complex_permute(ctx: NodeContext, self: ir.Value, dims: Sequence[int]) -> ir.Value:
+    """permute(Tensor(a) self, int[] dims) -> Tensor(a)"""
+    rank = ctx.arg_val(0).dim()
+    return ctx.op("Transpose", self, perm=[normalize_dim(d, rank) for d in dims] + [rank])
+
+
+@register("complex::expand.default")
+def complex_expand(ctx: NodeContext, self: ir.Value, size: Sequence[Any], implicit: bool = False) -> ir.Value:
+    """expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a): ``-1`` keeps a size
+    (Expand's 1 does the same where the input has that axis)."""
+    sizes = [1 if isinstance(s, int) and s == -1 else s for s in size]
+    return ctx.op("Expand", self, ctx.int64s([*sizes, 2]))
+
+
+@register("complex::slice.Tensor")
+def complex_slice(
+    ctx: NodeContext, self: ir.Value, dim: int = 0, start: Any = None, end: Any = None, step: Any = 1
+) -> ir.Value:
+    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)"""
+    axis = normalize_dim(dim, ctx.arg_val(0).dim())
+    start = 0 if start is None else start
+    end = 2**63 - 1 if end is None else min(end, 2**63 - 1) if isinstance(end, int) else end
+    return ctx.op(
+        "Slice", self, ctx.int64s([start]), ctx.int64s([end]), ctx.const([axis], INT64), ctx.int64s([step])
+    )
+
+
+@register("complex::cat.default")
+def complex_cat(ctx: NodeContext, tensors: Sequence[ir.Value], dim: int = 0) -> ir.Value:
+    """cat(Tensor[] tensors, int dim=0) -> Tensor: every operand complex (a real one is not supported)."""
+    vals = [n.meta["val"] for n in ctx.node.args[0]]
+    if not all(v.is_complex() for v in vals):
+        raise NotImplementedError("cat of complex and real tensors is not supported")
+    axis = normalize_dim(dim, vals[0].dim())
+    return ctx.op("Concat", *tensors, axis=axis)
