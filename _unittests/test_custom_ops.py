@@ -97,6 +97,7 @@ def test_custom_op_becomes_python_op():
         (torch.randn(3, 4),),
         dynamic_shapes=({0: "batch"},),
         more_inputs=[((torch.randn(7, 4),), None)],
+        custom_ops="python_op",
     )
     assert op_types(onx) == ["Gemm", "PythonOp", "Relu"]
     (node,) = _python_ops(onx)
@@ -122,6 +123,7 @@ def test_several_outputs_and_scalar_arguments():
         (torch.randn(2, 5, 6), w),
         dynamic_shapes=({0: "batch"}, None),
         more_inputs=[((torch.randn(4, 5, 6), w), None)],
+        custom_ops="python_op",
     )
     attrs = _attrs(_python_ops(onx)[0])
     assert attrs["input_convention"] == "dcccccd"
@@ -139,7 +141,8 @@ def test_defaults_and_none():
         values, index = stats(x, 2, 0.0, False, [1])  # mode and w left to their defaults
         return values, index
 
-    onx = check_model(Fn(fn), (torch.randn(3, 5),), dynamic_shapes=({0: "batch"},), more_inputs=[((torch.randn(6, 5),), None)])
+    onx = check_model(Fn(fn), (torch.randn(3, 5),), dynamic_shapes=({0: "batch"},), more_inputs=[((torch.randn(6, 5),), None)],
+                      custom_ops="python_op")
     attrs = _attrs(_python_ops(onx)[0])
     assert attrs["input_convention"] == "dcccccc"
     assert json.loads(attrs["comment"])["objects"] == [{"default": True}, {"default": True}]
@@ -154,6 +157,7 @@ def test_same_op_twice_with_different_shapes():
         (torch.randn(2, 3), torch.randn(4, 5, 6)),
         dynamic_shapes=({0: "batch"}, {0: "n"}),
         more_inputs=[((torch.randn(5, 3), torch.randn(2, 5, 6)), None)],
+        custom_ops="python_op",
     )
     nodes = _python_ops(onx)
     assert len(nodes) == 2
@@ -163,13 +167,13 @@ def test_same_op_twice_with_different_shapes():
 
 def test_strict_capture():
     onx = check_model(Model(), (torch.randn(3, 4),), dynamic_shapes=({0: "batch"},), strict=True,
-                      more_inputs=[((torch.randn(5, 4),), None)])
+                      more_inputs=[((torch.randn(5, 4),), None)], custom_ops="python_op")
     assert "PythonOp" in op_types(onx)
 
 
 def test_run_torch():
     model = Model().eval()
-    sess = InferenceSession(to_onnx(model, (torch.randn(3, 4),), dynamic_shapes=({0: "batch"},)))
+    sess = InferenceSession(to_onnx(model, (torch.randn(3, 4),), dynamic_shapes=({0: "batch"},), custom_ops="python_op"))
     for x in (torch.randn(3, 4), torch.randn(6, 4)):
         got = sess.run_torch(None, {sess.get_inputs()[0].name: x})[0]
         with torch.no_grad():
@@ -177,16 +181,26 @@ def test_run_torch():
 
 
 # -- choosing: custom_ops=, registered converters ------------------------------------------------------------------
-def test_error_mode_names_the_option():
+@pytest.mark.parametrize("custom_ops", [None, "error", {"a2o_test::stats": "python_op"}])
+def test_error_mode_is_the_default_and_names_the_option(custom_ops):
     with pytest.raises(UnsupportedOpError, match="custom_ops='python_op'") as info:
-        to_onnx(Model(), (torch.randn(3, 4),), custom_ops="error")
-    assert "a2o_test::numpy_tanh.default" in info.value.missing
-    with pytest.raises(UnsupportedOpError, match="a2o_test::numpy_tanh"):
-        to_onnx(Model(), (torch.randn(3, 4),), custom_ops={torch.ops.a2o_test.numpy_tanh: "error"})
+        to_onnx(Model(), (torch.randn(3, 4),), custom_ops=custom_ops)
+    assert list(info.value.missing) == ["a2o_test::numpy_tanh.default"]
+
+
+def test_per_op_modes():
+    def fn(x):
+        return numpy_tanh(x, 2.0), stats(x, 2, 0.0, False, [1])[0]
+
+    with pytest.raises(UnsupportedOpError, match="a2o_test::stats") as info:
+        to_onnx(Fn(fn), (torch.randn(3, 5),), custom_ops={torch.ops.a2o_test.numpy_tanh: "python_op"})
+    assert list(info.value.missing) == ["a2o_test::stats.default"]
+    onx = check_model(Fn(fn), (torch.randn(3, 5),), custom_ops={numpy_tanh: "python_op", "a2o_test::stats.default": "python_op"})
+    assert op_types(onx) == ["PythonOp", "PythonOp"]
 
 
 def test_registered_converter_wins():
-    for custom_ops in (None, "python_op", {"a2o_test::with_converter": "python_op"}):
+    for custom_ops in (None, "python_op", "error", {"a2o_test::with_converter": "python_op"}):
         onx = check_model(Fn(lambda x: with_converter(x) + 1), (torch.randn(2, 3),), custom_ops=custom_ops)
         assert op_types(onx) == ["Exp", "Add"]
 
@@ -200,9 +214,11 @@ def test_converter_given_in_custom_ops():
 
 
 def test_policy():
-    assert Policy("error").resolve("a2o_test::numpy_tanh.default") == "error"
-    assert Policy({"a2o_test::numpy_tanh.default": "error"}).resolve("a2o_test::numpy_tanh.default") == "error"
-    assert Policy({"a2o_test::numpy_tanh.default": "error"}).resolve("a2o_test::stats.default") == "python_op"
+    assert Policy(None).resolve("a2o_test::numpy_tanh.default") == "error"
+    assert Policy("python_op").resolve("a2o_test::numpy_tanh.default") == "python_op"
+    policy = Policy({"a2o_test::numpy_tanh.default": "python_op"})
+    assert policy.resolve("a2o_test::numpy_tanh.default") == "python_op"
+    assert policy.resolve("a2o_test::stats.default") == "error"
     with pytest.raises(ValueError, match="custom_ops"):
         Policy("inline")
     with pytest.raises(TypeError, match="custom_ops"):
@@ -214,7 +230,7 @@ def test_policy():
 def test_dynamic_scalar_argument_is_refused():
     with pytest.raises(Exception, match="dynamic value"):
         to_onnx(Fn(lambda x: stats(x, x.shape[0], 0.0, False, [0])[0]), (torch.randn(3, 5),),
-                dynamic_shapes=({0: "batch"},), strict=True)
+                dynamic_shapes=({0: "batch"},), strict=True, custom_ops="python_op")
 
 
 # -- a fresh process ------------------------------------------------------------------------------------------------
@@ -261,7 +277,7 @@ def test_fresh_process(tmp_path):
     spec.loader.exec_module(module)
     model = Fn(lambda x: module.cube(x.abs(), 0.5, "neg") * 2)
     path = str(tmp_path / "model.onnx")
-    to_onnx(model, (torch.randn(2, 3),), dynamic_shapes=({0: "batch"},), filename=path)
+    to_onnx(model, (torch.randn(2, 3),), dynamic_shapes=({0: "batch"},), filename=path, custom_ops="python_op")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for shape in [(2, 3), (5, 3)]:
         x = torch.randn(*shape)
@@ -325,7 +341,7 @@ def test_triton_op():  # pragma: no cover - runs where triton and a GPU exist
 
     model = Fn(lambda x, y: add(x.relu(), y) * 2).cuda()
     x, y = torch.randn(8, 16, device="cuda"), torch.randn(8, 16, device="cuda")
-    onx = to_onnx(model, (x, y), dynamic_shapes=({0: "batch"}, {0: "batch"}))
+    onx = to_onnx(model, (x, y), dynamic_shapes=({0: "batch"}, {0: "batch"}), custom_ops="python_op")
     assert "PythonOp" in op_types(onx), op_types(onx)
     sess = InferenceSession(onx)
     for x, y in [(x, y), (torch.randn(3, 16, device="cuda"), torch.randn(3, 16, device="cuda"))]:
@@ -362,6 +378,7 @@ def test_custom_op_and_function_in_cond():
         (torch.ones(3, 4),),
         dynamic_shapes=({0: "batch"},),
         more_inputs=[((-torch.ones(5, 4),), None), ((torch.randn(2, 4),), None)],
+        custom_ops="python_op",
     )
     assert "If" in op_types(onx)
 
@@ -384,5 +401,6 @@ def test_custom_op_in_scan():
         (torch.randn(3), torch.randn(4, 3)),
         dynamic_shapes=(None, {0: "steps"}),
         more_inputs=[((torch.randn(3), torch.randn(6, 3)), None)],
+        custom_ops="python_op",
     )
     assert "Scan" in op_types(onx) or "Loop" in op_types(onx)

@@ -83,6 +83,12 @@ def to_onnx(
         ``{FunctionClass: mode or output rule}``; default: ``python_op`` for classes defined outside
         torch, unless the class says otherwise (``onnx_export``); see ``_doc/python_op.rst``
     :param custom_ops: how ops of other namespaces than aten (``torch.library.custom_op``, ``triton_op``,
+        C++ extensions) without a registered converter are exported: ``"error"`` (default: refused, the
+        message names this option), ``"python_op"`` (one ``com.microsoft::PythonOp`` node calling
+        ``torch.ops.<ns>.<op>`` back, run by :class:`InferenceSession`), or a dict
+        ``{op or "ns::op": mode or converter}``; a registered converter always wins over ``python_op``;
+        see ``_doc/python_op.rst``
+    :param custom_ops: how ops of other namespaces than aten (``torch.library.custom_op``, ``triton_op``,
         C++ extensions) without a registered converter are exported: ``"python_op"`` (default: one
         ``com.microsoft::PythonOp`` node calling ``torch.ops.<ns>.<op>`` back, run by
         :class:`InferenceSession`), ``"error"`` (refused), or a dict ``{op or "ns::op": mode or converter}``;

@@ -34,8 +34,8 @@ logger = logging.getLogger(__name__)
 PYTHON_OP = "python_op"
 ERROR = "error"
 MODES = (PYTHON_OP, ERROR)
-#: the default mode (see ``_doc/python_op.rst``: the same choice as for autograd.Function)
-DEFAULT = PYTHON_OP
+#: the default mode: refuse, the message naming the option (see ``_doc/python_op.rst``, "Custom ops", for why)
+DEFAULT = ERROR
 #: ``func_name`` of a custom op's PythonOp node starts with this
 PREFIX = "torch.ops."
 #: namespaces that are torch's own operator sets, never a user's kernel
@@ -79,8 +79,8 @@ class Policy:
     """What ``to_onnx(..., custom_ops=...)`` asks: a mode for every custom op, or a dict whose entries (an op
     or its name, with or without overload) give a mode or a converter.
 
-    >>> Policy({"mylib::op": "error"}).resolve("mylib::op.default"), Policy(None).resolve("mylib::other.default")
-    ('error', 'python_op')
+    >>> Policy({"mylib::op": "python_op"}).resolve("mylib::op.default"), Policy(None).resolve("mylib::other.default")
+    ('python_op', 'error')
     """
 
     def __init__(self, policy: CustomOps = None):
@@ -164,10 +164,9 @@ def with_custom_ops(registry: Registry, gm: torch.fx.GraphModule, custom_ops: Cu
         elif key not in registry and entry == PYTHON_OP:
             fallback[key] = custom_op_python_op
     if fallback:
-        logger.warning(
+        logger.info(
             "custom op(s) without converter exported as com.microsoft::PythonOp nodes, run by "
-            "experimental.torch_interpreter.InferenceSession: %s; register a converter for a pure ONNX graph, or "
-            "pass custom_ops='error' to refuse",
+            "experimental.torch_interpreter.InferenceSession: %s; register a converter for a pure ONNX graph",
             ", ".join(sorted(fallback)),
         )
     if not explicit and not fallback:
