@@ -88,11 +88,6 @@ def to_onnx(
         ``torch.ops.<ns>.<op>`` back, run by :class:`InferenceSession`), or a dict
         ``{op or "ns::op": mode or converter}``; a registered converter always wins over ``python_op``;
         see ``_doc/python_op.rst``
-    :param custom_ops: how ops of other namespaces than aten (``torch.library.custom_op``, ``triton_op``,
-        C++ extensions) without a registered converter are exported: ``"python_op"`` (default: one
-        ``com.microsoft::PythonOp`` node calling ``torch.ops.<ns>.<op>`` back, run by
-        :class:`InferenceSession`), ``"error"`` (refused), or a dict ``{op or "ns::op": mode or converter}``;
-        a registered converter always wins over ``python_op``; see ``_doc/python_op.rst``
     :param capture_strategies: what to try when torch.export refuses the model (a batch of 1 on a dynamic
         axis, torch's suggested fixes for dynamic shapes, the other strict mode, transformers caches):
         ``True`` all, ``False`` none, or a tuple of names; see ``capture_strategies.py``; the strategies
