@@ -244,3 +244,47 @@ def test_constant_scalar_warned_and_refused_at_run():
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], (x * 4 + 0.5).numpy(), rtol=1e-6)
     with pytest.raises(RuntimeFeedError, match=r"'alpha' \(exported as the constant 0.5\)"):
         sess.run(None, {"x": x, "alpha": 2.0})
+
+
+# -- 7. torch.vmap ----------------------------------------------------------------------------------------
+
+
+class Vmapped(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x, y):
+        return torch.vmap(lambda a, b: (self.linear(a) * b).sum() + a.max())(x, y)
+
+
+class NestedVmap(torch.nn.Module):
+    def forward(self, x):
+        return torch.vmap(torch.vmap(lambda v: v.softmax(0) * v.sum()))(x)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_vmap(strict):
+    torch.manual_seed(0)
+    onx = check_model(
+        Vmapped(),
+        (torch.randn(3, 4), torch.randn(3, 4)),
+        dynamic_shapes=({0: "batch"}, {0: "batch"}),
+        more_inputs=[((torch.randn(6, 4), torch.randn(6, 4)), None)],
+        strict=strict,
+    )
+    assert "lower_functorch" in _meta(onx)["aten2onnx.capture.strategies"]
+
+
+def test_nested_vmap():
+    check_model(
+        NestedVmap(),
+        (torch.randn(2, 3, 5),),
+        dynamic_shapes=({0: "a", 1: "b"},),
+        more_inputs=[((torch.randn(4, 6, 5),), None)],
+    )
+
+
+def test_vmap_strategies_off():
+    with pytest.raises(Exception, match="_add_batch_dim"):
+        to_onnx(Vmapped(), (torch.randn(3, 4), torch.randn(3, 4)), capture_strategies=False)

@@ -14,6 +14,10 @@ logged and recorded in the ONNX model's ``metadata_props`` (``aten2onnx.capture.
   raises :class:`DynamicShapeError` naming the input and axis.
 - ``other_mode``: non-strict capture failing is retried in strict mode (and the reverse); a warning says
   which mode worked.
+- ``lower_functorch``: ``torch.vmap`` in ``forward`` leaves functorch batching ops in the exported graph
+  (``_add_batch_dim``, ``_remove_batch_dim``, ``_vmap_increment_nesting``); ``run_decompositions({})`` applies
+  the batching rules and gives plain aten ops (nothing else is decomposed: the table is empty). Only graphs
+  holding such ops are lowered.
 - ``transformers_caches``: when an input is a transformers cache or the model a ``PreTrainedModel``, the
   cache classes are registered as pytree nodes (``patches/transformers_caches.py``) for the export only.
 """
@@ -34,13 +38,14 @@ from torch.utils._pytree import keystr, tree_flatten_with_path
 from . import capture
 from . import capture_checks as checks
 from . import dynamic_shapes as ds
+from .capture_kernels import shape_only_rnn_kernels
 from .errors import DynamicShapeError, ExportCaptureError, TorchInterpreterWarning
 from .patches import ALL_PATCHES
 
 logger = logging.getLogger(__name__)
 
 #: every strategy, in the order they are considered
-STRATEGIES = ("transformers_caches", "size_oblivious", "refine_dynamic_shapes", "other_mode")
+STRATEGIES = ("transformers_caches", "size_oblivious", "refine_dynamic_shapes", "other_mode", "lower_functorch")
 
 _METADATA_PREFIX = "aten2onnx.capture."
 
@@ -240,10 +245,38 @@ def export(
     """``capture.export`` with the strategies of ``report``, which records what was applied; then the
     checks of the captured program (a tensor output, the scalars made constant)."""
     ep = _export(model, args, kwargs, spec, report.strict, report.strategies, report)
+    if "lower_functorch" in report.strategies:
+        ep = lower_functorch(ep, report)
     checks.check_outputs(ep)
     report.constants = checks.constant_inputs(ep)
     checks.warn_constant_inputs(report.constants)
     return ep
+
+
+def _functorch_nodes(ep: torch.export.ExportedProgram) -> list[str]:
+    found = []
+    for module in ep.graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            found += [
+                n.name
+                for n in module.graph.nodes
+                if n.op == "call_function" and getattr(n.target, "__module__", "").startswith("torch._functorch")
+            ]
+    return found
+
+
+def lower_functorch(ep: torch.export.ExportedProgram, report: CaptureReport) -> torch.export.ExportedProgram:
+    """``ep`` with its functorch batching ops (``torch.vmap``) lowered to aten ops by their batching rules."""
+    nodes = _functorch_nodes(ep)
+    if not nodes:
+        return ep
+    with shape_only_rnn_kernels():
+        lowered = ep.run_decompositions({})
+    left = _functorch_nodes(lowered)
+    if left:
+        raise ExportCaptureError(f"torch.vmap could not be lowered: functorch ops {left} remain after run_decompositions")
+    report.use("lower_functorch", f"torch.vmap batching ops lowered to aten ops ({len(nodes)} functorch nodes)")
+    return lowered
 
 
 def start(
