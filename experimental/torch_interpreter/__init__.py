@@ -13,9 +13,12 @@ from .errors import (
     InvalidModelError,
     MissingCustomOpError,
     RuntimeFeedError,
+    SaveError,
     TorchInterpreterError,
     UnsupportedOpError,
+    VerificationError,
 )
+from .investigate import DiscrepancyReport, ExportReport, NodeDiscrepancy, find_discrepancies
 from .onnx_export_errors import bypass_export_some_errors
 from .registry import Registry, default_registry, register
 from .runtime import InferenceSession
@@ -23,17 +26,23 @@ from .runtime import InferenceSession
 __all__ = [
     "bypass_export_some_errors",
     "ConversionError",
+    "DiscrepancyReport",
     "DynamicShapeError",
     "ExportCaptureError",
+    "ExportReport",
     "InferenceSession",
     "InputMismatchError",
     "InvalidModelError",
     "MissingCustomOpError",
+    "NodeDiscrepancy",
     "Registry",
     "RuntimeFeedError",
+    "SaveError",
     "TorchInterpreterError",
     "UnsupportedOpError",
+    "VerificationError",
     "default_registry",
+    "find_discrepancies",
     "register",
     "to_onnx",
 ]

@@ -27,6 +27,8 @@ from .errors import (
     InvalidModelError,
 )
 from .interpreter import Interpreter, missing_converters, raise_if_missing
+from .investigate.report import recording
+from .investigate.verify import verify_export
 from .logs import verbosity
 from .python_op.capture import capture_autograd_functions
 from .python_op.custom_ops import with_custom_ops
@@ -53,6 +55,8 @@ def to_onnx(
     as_ir: bool = False,
     registry: Registry | None = None,
     verbose: int = 0,
+    verify: bool = False,
+    report: Any = None,
     autograd_functions: str | dict | None = None,
     custom_ops: str | dict | None = None,
     capture_strategies: bool | str | tuple[str, ...] = True,
@@ -76,7 +80,13 @@ def to_onnx(
         instead of an ``onnx.ModelProto``; when ``filename`` is given and weights are external, the
         returned proto references ``filename + '.data'`` instead of holding a second copy of the weights
     :param registry: converters to use (default: the project's)
-    :param verbose: 0 silent, 1 logs the steps and timings, 2 every node
+    :param verbose: 0 silent, 1 logs the steps and timings and the export report, 2 also every node with
+        its time
+    :param verify: runs onnxruntime on the export inputs and compares every FX node with PyTorch; raises
+        :class:`VerificationError` naming the first node that differs (see :func:`find_discrepancies`)
+    :param report: an :class:`ExportReport` to fill, or a path where its markdown is written (also when the
+        export fails), or True for ``filename + '.report.md'``: steps and timings, capture strategies, op
+        histograms, dynamic axes, missing ops, verification
     :param autograd_functions: how custom ``torch.autograd.Function`` calls are exported: ``"python_op"``
         (one ``com.microsoft::PythonOp`` node calling the function back, run by
         :class:`InferenceSession`), ``"inline"`` (the ops of its forward), or a dict
@@ -105,7 +115,8 @@ def to_onnx(
         >>> onx.graph.input[0].type.tensor_type.shape.dim[0].dim_param
         'batch'
     """
-    with verbosity(verbose):
+    # -- investigate/: the export report (report= is read here, before the name is reused below)
+    with verbosity(verbose), recording(report, filename) as export_report:
         begin = time.perf_counter()
         if target_opset < 18:
             raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
@@ -135,11 +146,15 @@ def to_onnx(
                 "forward calls it"
             )
         exported = time.perf_counter()
+        export_report.exported(ep)
         # -- custom ops hook: converters from custom_ops=, PythonOp for the others (python_op/custom_ops.py)
         registry = with_custom_ops(registry, ep.graph_module, custom_ops)
         raise_if_missing(missing_converters(ep.graph_module, registry))
         onnx_model = translate(ep, registry, names, target_opset)
         cs.record(onnx_model, report)
+        export_report.translated(onnx_model)
+        if verify:  # investigate/verify.py: raises VerificationError naming the first FX node that differs
+            verify_export(ep, onnx_model, args, kwargs, export_report)
         translated = time.perf_counter()
         logger.info(
             "export %.3fs, translation %.3fs, %d nodes",
@@ -149,6 +164,7 @@ def to_onnx(
         )
         if filename is not None:
             save(onnx_model, filename, external_data=external_data)
+            export_report.step("save", os.fspath(filename))
             if as_ir:
                 return onnx_model
             return onnx.load(os.fspath(filename), load_external_data=False)

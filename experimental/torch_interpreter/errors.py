@@ -47,6 +47,28 @@ class RuntimeFeedError(InputMismatchError):
     """The feeds given to :class:`InferenceSession` do not match the model inputs."""
 
 
+class VerificationError(TorchInterpreterError, AssertionError):
+    """``to_onnx(..., verify=True)``: onnxruntime's results differ from PyTorch's; the message names the first
+    FX node that differs, ``report`` is the :class:`~experimental.torch_interpreter.DiscrepancyReport`."""
+
+    def __init__(self, message: str, report: object = None):
+        super().__init__(message)
+        self.report = report
+
+
+class SaveError(TorchInterpreterError, OSError):
+    """The ONNX model could not be written; ``model`` holds the model in memory (nothing is lost) and the
+    message names the target path."""
+
+    def __init__(self, message: str, model: object = None, path: str = ""):
+        super().__init__(message)
+        self.model = model
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class MissingCustomOpError(TorchInterpreterError, LookupError):
     """A ``PythonOp`` node calls a custom op (``torch.ops.mylib.op``) that is not registered in the process running
     the model: the message names the module to import."""

@@ -2,6 +2,8 @@
 
 The files are written in a temporary folder next to the target and moved into place only when
 complete, so a failure never leaves a half-written model.
+A failure raises :class:`~experimental.torch_interpreter.SaveError` naming the target path, the model
+still in memory as its ``model`` attribute.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import tempfile
 
 import onnx_ir as ir
 
+from .errors import SaveError
+
 #: tensors larger than this (bytes) are stored in the external data file
 EXTERNAL_DATA_THRESHOLD = 1024
 
@@ -21,9 +25,31 @@ def save(model: ir.Model, filename: str | os.PathLike, external_data: bool | Non
 
     ``external_data=None`` stores the weights larger than :data:`EXTERNAL_DATA_THRESHOLD` bytes
     externally when all weights together exceed 1 MB, so that small models stay one file.
-    Returns the paths written.
+    Returns the paths written; raises :class:`~experimental.torch_interpreter.SaveError` (``e.model``
+    is ``model``) when the files cannot be written.
+
+    >>> import os, tempfile, torch
+    >>> from experimental.torch_interpreter import to_onnx
+    >>> model = to_onnx(torch.nn.ReLU(), (torch.randn(2),), as_ir=True)
+    >>> folder = tempfile.mkdtemp()
+    >>> [os.path.basename(p) for p in save(model, os.path.join(folder, "relu.onnx"))]
+    ['relu.onnx']
     """
     filename = os.fspath(filename)
+    try:
+        return _save(model, filename, external_data)
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise SaveError(
+            f"could not save the ONNX model to {os.path.abspath(filename)!r}: {reason} "
+            f"(errno {e.errno}); nothing was written there. The model is kept in memory: catch SaveError and "
+            "save e.model elsewhere (onnx_ir.save(e.model, path)).",
+            model=model,
+            path=filename,
+        ) from e
+
+
+def _save(model: ir.Model, filename: str, external_data: bool | None) -> list[str]:
     folder = os.path.dirname(os.path.abspath(filename))
     os.makedirs(folder, exist_ok=True)
     base = os.path.basename(filename)

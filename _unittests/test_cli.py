@@ -1,0 +1,86 @@
+"""``python -m experimental.torch_interpreter``: export and compare a factory file in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+from experimental.torch_interpreter.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+FACTORY = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 8)
+
+    def forward(self, x, scale=None):
+        return torch.nn.functional.softplus(self.lin(x), beta=2.0) * scale
+
+
+def factory():
+    torch.manual_seed(0)
+    return Model().eval(), (torch.randn(2, 4),), {"scale": torch.rand(8)}, ({0: "batch"}, {})
+'''
+
+
+def _run(*args: str, cwd) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    return subprocess.run([sys.executable, "-m", "experimental.torch_interpreter", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_export_verify_report_dump(tmp_path):
+    (tmp_path / "model_factory.py").write_text(FACTORY)
+    out = _run("export", "model_factory.py:factory", "-o", "m.onnx", "--verify", "--report", "r.md",
+               "--dump", "dump", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "saved m.onnx" in out.stdout and "passed" in out.stdout
+    assert "## Verification" in (tmp_path / "r.md").read_text()
+    dumped = sorted(os.listdir(tmp_path / "dump"))
+    assert dumped == ["exported_program.pt2", "graph.txt", "inputs.pt", "report.md"], dumped
+    assert "aten.softplus.default" in (tmp_path / "dump" / "graph.txt").read_text()
+    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    assert [i.name for i in sess.get_inputs()] == ["x", "scale"]
+    x = np.random.rand(5, 4).astype(np.float32)
+    assert sess.run(None, {"x": x, "scale": np.ones(8, dtype=np.float32)})[0].shape == (5, 8)
+    torch.export.load(str(tmp_path / "dump" / "exported_program.pt2"))
+
+
+def test_cli_dump_holds_the_model_by_default(tmp_path, monkeypatch):
+    (tmp_path / "f.py").write_text(FACTORY)
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "f.py", "--dump", "d"]) == 0  # the function name defaults to factory
+    assert "model.onnx" in os.listdir(tmp_path / "d")
+
+
+def test_cli_compare(tmp_path):
+    (tmp_path / "f.py").write_text(FACTORY)
+    out = _run("compare", "f.py:factory", "--markdown", "c.md", "--plot", "c.png", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "no discrepancy" in out.stdout and "3/3 FX nodes" in out.stdout
+    assert "| softplus |" in (tmp_path / "c.md").read_text()
+    assert (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_cli_errors_name_the_problem(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "missing.py:factory"]) == 1
+    err = capsys.readouterr().err
+    assert "missing.py" in err and "not found" in err
+    (tmp_path / "f.py").write_text(FACTORY)
+    assert main(["export", "f.py:nope"]) == 1
+    assert "no function 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["export"])
+    assert info.value.code == 2 and "factory" in capsys.readouterr().err

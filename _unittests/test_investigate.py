@@ -1,0 +1,291 @@
+"""find_discrepancies names the FX node a wrong converter translated; verify=True and report= in to_onnx;
+repros; saving failures keep the model."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import onnxruntime as ort
+import pytest
+import torch
+
+from experimental.torch_interpreter import (
+    ExportReport,
+    Registry,
+    SaveError,
+    UnsupportedOpError,
+    VerificationError,
+    default_registry,
+    find_discrepancies,
+    to_onnx,
+)
+from experimental.torch_interpreter.context import NodeContext
+
+
+def _registry_with(key: str, converter) -> Registry:
+    """A copy of the project's registry where ``key`` has ``converter``."""
+    registry = Registry()
+    for k in default_registry.supported():
+        if k != key:
+            registry.register(k)(default_registry.get(k))
+    registry.register(key)(converter)
+    return registry
+
+
+def _softplus_without_beta(ctx: NodeContext, self: ir.Value, beta: float = 1, threshold: float = 20) -> ir.Value:
+    """softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor (wrong: beta is ignored)"""
+    return ctx.op("Softplus", self)
+
+
+def _silu_without_product(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """silu(Tensor self) -> Tensor (wrong: sigmoid only, x * sigmoid(x) expected)"""
+    return ctx.op("Sigmoid", self)
+
+
+SOFTPLUS = _registry_with("aten::softplus.default", _softplus_without_beta)
+SILU = _registry_with("aten::silu.default", _silu_without_product)
+
+
+class Block(torch.nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(dim)
+        self.lin = torch.nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return x + torch.nn.functional.softplus(self.lin(self.norm(x)), beta=2.0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self, dim: int = 8):
+        super().__init__()
+        self.blocks = torch.nn.Sequential(Block(dim), Block(dim))
+        self.head = torch.nn.Linear(dim, 2)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+@pytest.fixture(scope="module")
+def net():
+    torch.manual_seed(0)
+    return Net().eval(), (torch.randn(4, 8),)
+
+
+def test_small_net_wrong_converter_is_named(net):
+    model, args = net
+    report = find_discrepancies(model, args, dynamic_shapes=({0: "batch"},), registry=SOFTPLUS)
+    first = report.first
+    assert first is not None
+    assert first.fx_node == "softplus" and first.target == "aten::softplus.default"
+    assert first.module.startswith("blocks.0") and "softplus" in first.source
+    assert first.max_abs > 1e-2 and first.torch_shape == first.onnx_shape == (4, 8)
+    assert first.torch_dtype == first.onnx_dtype == "float32"
+    # every node before it agrees, and every call_function node producing a tensor is compared
+    assert all(r.ok for r in report.rows[: first.position])
+    assert report.compared == report.total and not report.skipped
+    text = report.to_markdown()
+    assert "| softplus |" in text and "**no**" in text
+
+
+def test_small_net_correct_registry_agrees(net):
+    model, args = net
+    report = find_discrepancies(model, args)
+    assert report.first is None, report
+    assert report.rows[-1].fx_node == "linear_2" and report.rows[-1].ok
+
+
+def test_plot_log_scale(net):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("agg")
+    model, args = net
+    ax = find_discrepancies(model, args, registry=SOFTPLUS).plot()
+    assert ax.get_yscale() == "log"
+    assert any(t.get_text() == "softplus" for t in ax.texts)
+
+
+def test_verify_raises_naming_the_node(net, tmp_path):
+    model, args = net
+    path = tmp_path / "report.md"
+    with pytest.raises(VerificationError, match=r"FX node 'softplus' \(aten::softplus.default\)") as info:
+        to_onnx(model, args, registry=SOFTPLUS, verify=True, report=str(path))
+    assert info.value.report.first.fx_node == "softplus"
+    text = path.read_text()
+    assert "**failed**" in text and "VerificationError" in text
+
+
+def test_verify_and_report_pass(net, tmp_path):
+    model, args = net
+    report = ExportReport()
+    onx = to_onnx(model, args, dynamic_shapes=({0: "batch"},), verify=True, report=report,
+                  filename=str(tmp_path / "m.onnx"))
+    assert isinstance(onx, onnx.ModelProto)
+    assert [s[0] for s in report.steps][:2] == ["capture", "translation"]
+    assert "verification" in [s[0] for s in report.steps] and "save" in [s[0] for s in report.steps]
+    assert report.verification.startswith("passed")
+    assert report.fx_ops["aten::softplus.default"] == 2
+    assert report.dynamic_axes == {"x": ["batch", 8]}
+    text = report.to_markdown()
+    for section in ("## Steps", "## Dynamic axes", "## Verification", "## FX ops (in)", "## ONNX ops (out)"):
+        assert section in text, section
+
+
+def test_report_true_writes_next_to_filename(net, tmp_path):
+    model, args = net
+    to_onnx(model, args, filename=str(tmp_path / "m.onnx"), report=True)
+    assert "# Export report" in (tmp_path / "m.onnx.report.md").read_text()
+
+
+def test_report_lists_missing_ops(tmp_path):
+    class Erf(torch.nn.Module):
+        def forward(self, x):
+            return torch.special.erfcx(x)
+
+    empty = Registry()
+    path = tmp_path / "r.md"
+    with pytest.raises(UnsupportedOpError):
+        to_onnx(Erf(), (torch.randn(3),), registry=empty, report=str(path))
+    text = path.read_text()
+    assert "## Missing converters" in text and "aten::special_erfcx.default" in text
+
+
+def test_verbose_1_logs_the_report(net, caplog):
+    model, args = net
+    with caplog.at_level("INFO", logger="experimental.torch_interpreter"):
+        to_onnx(model, args, verbose=1)
+    assert "# Export report" in caplog.text and "## FX ops (in)" in caplog.text
+
+
+def test_repro_runs_and_shows_the_bug(net, tmp_path):
+    model, args = net
+    first = find_discrepancies(model, args, registry=SOFTPLUS).first
+    paths = first.save_repro(tmp_path / "repro")
+    assert sorted(os.path.basename(p) for p in paths) == ["inputs.npz", "inputs.pt", "model.onnx", "repro.py"]
+    proto = onnx.load(str(tmp_path / "repro" / "model.onnx"))
+    onnx.checker.check_model(proto)
+    assert [n.op_type for n in proto.graph.node] == ["Softplus"]
+    feeds = dict(np.load(tmp_path / "repro" / "inputs.npz"))
+    got = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    x = torch.from_numpy(next(iter(feeds.values())))
+    assert np.abs(got - torch.nn.functional.softplus(x, beta=2.0).numpy()).max() > 1e-2
+    assert np.allclose(got, torch.nn.functional.softplus(x).numpy(), atol=1e-5)
+    out = subprocess.run([sys.executable, str(tmp_path / "repro" / "repro.py")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "max abs diff" in out.stdout
+
+
+class Mixed(torch.nn.Module):
+    """Several outputs, booleans, integers, a multi-output op."""
+
+    def forward(self, x, y):
+        values, indices = torch.topk(x, 2, dim=-1)
+        mask = x > y
+        return values * 2, indices + 1, mask & (y > 0), mask.sum(dim=-1)
+
+
+def test_bool_int_multi_output():
+    x, y = torch.randn(3, 5), torch.randn(3, 5)
+    report = find_discrepancies(Mixed(), (x, y))
+    assert report.first is None, report
+    dtypes = {r.fx_node: r.torch_dtypes for r in report.rows}
+    assert dtypes["topk"] == ["float32", "int64"] and dtypes["gt"] == ["bool"]
+    assert report.share == 1.0
+
+
+class Branch(torch.nn.Module):
+    def forward(self, x):
+        def yes(x):
+            return torch.nn.functional.softplus(x, beta=3.0)
+
+        def no(x):
+            return x - 1
+
+        return torch.cond(x.sum() > 0, yes, no, (x,)) * 2
+
+
+def test_control_flow_reports_the_cond_node():
+    x = torch.rand(2, 3) + 0.5
+    report = find_discrepancies(Branch(), (x,), registry=SOFTPLUS)
+    assert report.first is not None and report.first.target == "higher_order::cond"
+    assert find_discrepancies(Branch(), (x,)).first is None
+
+
+def test_exported_program_and_given_model(net):
+    model, args = net
+    ep = torch.export.export(model, args)
+    onx = to_onnx(ep, registry=SOFTPLUS)
+    report = find_discrepancies(ep, onnx_model=onx)
+    assert report.first.fx_node == "softplus"
+
+
+transformers = pytest.importorskip("transformers")
+
+
+def _tiny_llama():
+    cfg = transformers.LlamaConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=100, max_position_embeddings=64, use_cache=False,
+    )
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(cfg).eval()
+
+
+def _llama_inputs():
+    gen = torch.Generator().manual_seed(1)
+    mask = torch.ones(2, 7, dtype=torch.int64)
+    mask[0, :2] = 0
+    return {"input_ids": torch.randint(0, 100, (2, 7), generator=gen), "attention_mask": mask}
+
+
+LLAMA_DYNAMIC = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
+
+
+def test_tiny_llama_kwargs_wrong_silu():
+    model = _tiny_llama()
+    report = find_discrepancies(model, (), _llama_inputs(), LLAMA_DYNAMIC, registry=SILU)
+    first = report.first
+    assert first is not None and first.target == "aten::silu.default", report
+    assert "mlp" in first.module and first.fx_node.startswith("silu")
+    assert report.share >= 0.95, report
+
+
+def test_tiny_llama_agrees():
+    model = _tiny_llama()
+    report = find_discrepancies(model, (), _llama_inputs(), LLAMA_DYNAMIC)
+    assert report.first is None, report.to_markdown(only_differing=True)
+    assert report.share >= 0.95, report.skipped
+
+
+def test_save_failure_keeps_the_model(net, tmp_path):
+    model, args = net
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("a file where a folder is expected")
+    target = blocker / "model.onnx"
+    with pytest.raises(SaveError) as info:
+        to_onnx(model, args, filename=str(target))
+    assert str(target) in str(info.value) and ".tmp_" not in str(info.value)
+    assert isinstance(info.value.model, ir.Model) and len(info.value.model.graph) > 0
+
+
+def test_save_failure_inside_temp_folder_names_the_target(net, tmp_path, monkeypatch):
+    model, args = net
+
+    def read_only(*a, **k):
+        raise PermissionError(13, "Permission denied", str(a[1]))
+
+    monkeypatch.setattr(ir, "save", read_only)
+    target = tmp_path / "model.onnx"
+    with pytest.raises(SaveError, match="Permission denied") as info:
+        to_onnx(model, args, filename=str(target))
+    assert str(target) in str(info.value) and ".tmp_" not in str(info.value)
+    assert not os.listdir(tmp_path)  # the temporary folder is gone
+    session = ort.InferenceSession(ir.to_proto(info.value.model).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    got = session.run(None, {"x": args[0].numpy()})[0]
+    assert np.allclose(got, model(*args).detach().numpy(), atol=1e-5)

@@ -1,0 +1,195 @@
+"""Command line: ``python -m experimental.torch_interpreter`` (console script ``aten2onnx``).
+
+``export FILE.py:factory`` converts the model a factory returns, ``compare FILE.py:factory`` runs
+:func:`~experimental.torch_interpreter.find_discrepancies` on it. The factory is a function without
+arguments returning ``model``, ``(model, args)``, ``(model, args, kwargs)`` or
+``(model, args, kwargs, dynamic_shapes)``, or a dict with these keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .errors import InvalidModelError, TorchInterpreterError
+
+logger = logging.getLogger(__name__)
+
+EPILOG = """\
+The factory file, e.g. model.py:
+
+    import torch
+
+    def factory():
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU())
+        return model, (torch.randn(2, 4),), {}, ({0: "batch"},)
+
+Exit status: 0 success, 1 the export failed or results differ, 2 wrong arguments.
+"""
+
+
+def load_factory(spec: str) -> tuple[torch.nn.Module, tuple, dict, Any]:
+    """Runs the factory ``FILE.py:name`` (``name`` defaults to ``factory``) and returns
+    ``(model, args, kwargs, dynamic_shapes)``.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.py")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("import torch\\ndef factory():\\n    return torch.nn.ReLU(), (torch.randn(2),)\\n")
+    >>> model, args, kwargs, ds = load_factory(path + ":factory")
+    >>> type(model).__name__, len(args), kwargs, ds
+    ('ReLU', 1, {}, None)
+    """
+    path, sep, name = spec.rpartition(":")
+    if not sep or os.path.exists(spec):
+        path, name = spec, "factory"
+    if not os.path.exists(path):
+        raise InvalidModelError(f"{spec!r}: file {path!r} not found; expected FILE.py:factory")
+    module_spec = importlib.util.spec_from_file_location(f"aten2onnx_factory_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        module_spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise InvalidModelError(f"{path} has no function {name!r}; expected FILE.py:factory")
+    result = factory()
+    if isinstance(result, dict):
+        result = (result["model"], result.get("args", ()), result.get("kwargs"), result.get("dynamic_shapes"))
+    if isinstance(result, torch.nn.Module):
+        result = (result,)
+    if not isinstance(result, (tuple, list)) or not 1 <= len(result) <= 4:
+        raise InvalidModelError(
+            f"{spec}: the factory must return model, (model, args), (model, args, kwargs) or "
+            f"(model, args, kwargs, dynamic_shapes), not {type(result).__name__}"
+        )
+    model, args, kwargs, dynamic_shapes = list(result) + [(), None, None][len(result) - 1:]
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    return model, tuple(args or ()), dict(kwargs or {}), dynamic_shapes
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m experimental.torch_interpreter",
+        description="Exports PyTorch models to ONNX through torch.export (aten2onnx) and investigates the result.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    export = sub.add_parser(
+        "export", help="export the model a factory returns", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    export.add_argument("factory", help="FILE.py:function returning model, args, kwargs, dynamic_shapes")
+    export.add_argument("-o", "--output", default="model.onnx", help="ONNX file to write (default: model.onnx)")
+    export.add_argument("--verify", action="store_true",
+                        help="run onnxruntime on the factory's inputs and compare every FX node with PyTorch; "
+                        "fails naming the first node that differs")
+    export.add_argument("--report", metavar="R.md", help="write the export report (markdown) there")
+    export.add_argument("--dump", metavar="DIR",
+                        help="write everything a bug report needs in DIR: the ExportedProgram (exported_program.pt2), "
+                        "the FX graph (graph.txt), the ONNX model, the inputs (inputs.pt), the report (report.md)")
+    _common_options(export)
+
+    compare = sub.add_parser(
+        "compare", help="export and compare every FX node with onnxruntime (find_discrepancies)", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    compare.add_argument("factory", help="FILE.py:function returning model, args, kwargs, dynamic_shapes")
+    compare.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
+    compare.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
+    compare.add_argument("--markdown", metavar="R.md", help="write the table of every compared node there")
+    compare.add_argument("--repro", metavar="DIR", help="write a standalone repro of the first node that differs there")
+    compare.add_argument("--plot", metavar="P.png", help="save the error per node (log scale) as an image")
+    _common_options(compare)
+    return parser
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--opset", type=int, default=18, help="opset of the main domain (default 18)")
+    parser.add_argument("--strict", action="store_true", help="capture with dynamo (torch.export strict=True)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="-v logs the steps and the report, -vv every FX node with its time")
+
+
+def _export(ns: argparse.Namespace) -> int:
+    from .convert import to_onnx
+    from .investigate.report import ExportReport
+
+    model, args, kwargs, dynamic_shapes = load_factory(ns.factory)
+    report = ExportReport()
+    output = os.path.join(ns.dump, os.path.basename(ns.output)) if ns.dump and ns.output == "model.onnx" else ns.output
+    try:
+        to_onnx(model, args, kwargs, dynamic_shapes, filename=output, verify=ns.verify, report=report,
+                strict=ns.strict, target_opset=ns.opset, verbose=ns.verbose)
+    finally:
+        if ns.report:
+            report.save(ns.report)
+        if ns.dump:
+            _dump(ns.dump, report, args, kwargs)
+    sys.stdout.write(f"saved {output}\n")
+    if ns.verify:
+        sys.stdout.write(report.verification + "\n")
+    return 0
+
+
+def _dump(folder: str, report: Any, args: tuple, kwargs: dict) -> None:
+    os.makedirs(folder, exist_ok=True)
+    report.save(os.path.join(folder, "report.md"))
+    torch.save({"args": args, "kwargs": kwargs}, os.path.join(folder, "inputs.pt"))
+    ep = report.exported_program
+    if ep is None:
+        return
+    with open(os.path.join(folder, "graph.txt"), "w", encoding="utf-8") as f:
+        f.write(str(ep))
+    try:
+        torch.export.save(ep, os.path.join(folder, "exported_program.pt2"))
+    except Exception as e:  # some programs (custom ops, PythonOp) cannot be serialized
+        logger.warning("the ExportedProgram could not be saved: %s", e)
+
+
+def _compare(ns: argparse.Namespace) -> int:
+    from .investigate.discrepancies import find_discrepancies
+
+    model, args, kwargs, dynamic_shapes = load_factory(ns.factory)
+    report = find_discrepancies(model, args, kwargs, dynamic_shapes, atol=ns.atol, rtol=ns.rtol,
+                                strict=ns.strict, target_opset=ns.opset, verbose=ns.verbose)
+    sys.stdout.write(str(report) + "\n")
+    if ns.markdown:
+        with open(ns.markdown, "w", encoding="utf-8") as f:
+            f.write(report.to_markdown())
+    if ns.plot:
+        import matplotlib
+
+        matplotlib.use("agg")
+        ax = report.plot()
+        ax.figure.savefig(ns.plot, bbox_inches="tight")
+    if report.first is not None and ns.repro:
+        paths = report.first.save_repro(ns.repro)
+        sys.stdout.write("repro written: " + ", ".join(paths) + "\n")
+    return 0 if report.first is None else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m experimental.torch_interpreter`` and of the ``aten2onnx`` script.
+
+    >>> main(["compare", "no_such_file.py:factory"])
+    1
+    """
+    ns = _parser().parse_args(argv)
+    try:
+        return _export(ns) if ns.command == "export" else _compare(ns)
+    except TorchInterpreterError as e:
+        sys.stderr.write(f"{type(e).__name__}: {e}\n")
+        return 1
