@@ -18,6 +18,7 @@ import torch
 
 from helpers import Fn, check_model, op_types
 from experimental.torch_interpreter import (
+    ConversionError,
     InferenceSession,
     MissingCustomOpError,
     UnsupportedOpError,
@@ -228,7 +229,7 @@ def test_policy():
 
 
 def test_dynamic_scalar_argument_is_refused():
-    with pytest.raises(Exception, match="dynamic value"):
+    with pytest.raises(ConversionError, match="dynamic value"):
         to_onnx(Fn(lambda x: stats(x, x.shape[0], 0.0, False, [0])[0]), (torch.randn(3, 5),),
                 dynamic_shapes=({0: "batch"},), strict=True, custom_ops="python_op")
 
@@ -404,3 +405,24 @@ def test_custom_op_in_scan():
         custom_ops="python_op",
     )
     assert "Scan" in op_types(onx) or "Loop" in op_types(onx)
+
+
+@torch.library.custom_op("a2o_test::scale_into", mutates_args=("out",))
+def scale_into(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    out.copy_(x * 2)
+    return x + 1
+
+
+@scale_into.register_fake
+def _(x, out):
+    return torch.empty_like(x)
+
+
+def test_mutating_op_is_refused():
+    def fn(x):
+        out = torch.zeros_like(x)
+        y = scale_into(x, out)
+        return y + out
+
+    with pytest.raises(ConversionError, match="modifies its argument.*out"):
+        to_onnx(Fn(fn), (torch.randn(3),), custom_ops="python_op")

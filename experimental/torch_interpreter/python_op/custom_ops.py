@@ -301,6 +301,12 @@ def custom_call(
     key = target_key(op)
     convention, constants, tensors = "", [], []
     arguments = op._schema.arguments
+    written = [a.name for a in arguments if a.alias_info is not None and a.alias_info.is_write]
+    if written:
+        raise ConversionError(
+            f"{where}: {key} modifies its argument(s) {written} in place (mutates_args): a PythonOp node cannot "
+            f"write into its inputs; register a converter for {key!r} or make the op return new tensors"
+        )
     for i, arg in enumerate(arguments):
         if not arg.kwarg_only and i < len(args):
             value = args[i]
