@@ -235,3 +235,64 @@ def test_var_std_of_bfloat16(fn):
     """onnxruntime has no bfloat16 ``Size``: var/std of bfloat16 gave a model onnxruntime refused (fuzz seed 159)."""
     check_model(Fn(fn), (torch.randn(4, 3).bfloat16(),), dynamic_shapes=({0: "n"},), atol=2e-2, rtol=2e-2,
                 more_inputs=[((torch.randn(6, 3).bfloat16(),), None)])
+
+
+class _AtLeastFive(torch.nn.Module):
+    def forward(self, x):
+        torch._check(x.shape[0] >= 5)
+        return x + 1
+
+
+class _FirstFourRows(torch.nn.Module):
+    def forward(self, x, y):
+        return x[:4] * 2 + y[: x.shape[0]]  # exported with 3 rows: x[:4] is x only while x.shape[0] <= 3
+
+
+def _narrowed(onx) -> list[dict]:
+    import json
+
+    from experimental.torch_interpreter.range_constraints import METADATA_KEY
+
+    props = {p.key: p.value for p in onx.metadata_props}
+    return [r for r in json.loads(props[METADATA_KEY]) if r["narrowed"]]
+
+
+def test_narrowed_lower_bound_warns_and_is_recorded():
+    """torch._check(n >= 5) narrowed [2, int_oo] to [5, int_oo] without a word; the ONNX model dropped it."""
+    from experimental.torch_interpreter.range_constraints import RangeConstraintWarning
+
+    with pytest.warns(RangeConstraintWarning, match=r"input 'x' axis 0 \('batch'\) must be >= 5"):
+        onx = check_model(
+            _AtLeastFive(), (torch.randn(6, 3),), dynamic_shapes=({0: "batch"},), more_inputs=[((torch.randn(9, 3),), None)]
+        )
+    assert _narrowed(onx) == [
+        {"input": "x", "axis": 0, "dim": "batch", "expr": "batch", "low": 5, "high": None, "narrowed": True}
+    ]
+
+
+def test_narrowed_upper_bound_warns_and_is_recorded():
+    from experimental.torch_interpreter.range_constraints import RangeConstraintWarning
+
+    with pytest.warns(RangeConstraintWarning, match=r"input 'x' axis 0 \('n'\) must be in \[2, 3\]"):
+        onx = check_model(
+            _FirstFourRows(),
+            (torch.randn(3, 2), torch.randn(4, 2)),
+            dynamic_shapes=({0: "n"}, None),
+            more_inputs=[((torch.randn(2, 2), torch.randn(4, 2)), None)],
+        )
+    assert [(r["input"], r["axis"], r["low"], r["high"]) for r in _narrowed(onx)] == [("x", 0, 2, 3)]
+
+
+def test_default_and_declared_ranges_do_not_warn():
+    import warnings
+
+    from experimental.torch_interpreter import to_onnx
+    from experimental.torch_interpreter.range_constraints import RangeConstraintWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RangeConstraintWarning)
+        onx = to_onnx(Fn(lambda x: x + 1), (torch.randn(3, 4),), dynamic_shapes=({0: "batch", 1: "n"},))
+        assert _narrowed(onx) == []
+        dim = torch.export.Dim("b", min=6, max=64)  # the user's own range, not a narrowing
+        onx = to_onnx(_AtLeastFive(), (torch.randn(6, 3),), dynamic_shapes=({0: dim},))
+        assert _narrowed(onx) == []

@@ -20,6 +20,7 @@ from .errors import (
 )
 from .investigate import DiscrepancyReport, ExportReport, NodeDiscrepancy, find_discrepancies
 from .onnx_export_errors import bypass_export_some_errors
+from .range_constraints import RangeConstraintWarning
 from .registry import Registry, default_registry, register
 from .runtime import InferenceSession
 
@@ -35,6 +36,7 @@ __all__ = [
     "InvalidModelError",
     "MissingCustomOpError",
     "NodeDiscrepancy",
+    "RangeConstraintWarning",
     "Registry",
     "RuntimeFeedError",
     "SaveError",

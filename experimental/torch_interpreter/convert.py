@@ -17,6 +17,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from . import capture
 from . import capture_strategies as cs
 from . import dynamic_shapes as ds
+from . import range_constraints
 from .builder import GraphBuilder
 from .complex_pairs import check_no_complex_io
 from .dtypes import value_type
@@ -128,7 +129,7 @@ def to_onnx(
                     "dynamic_shapes cannot be given with an ExportedProgram: its shapes were fixed when it was "
                     "exported; pass dynamic_shapes to torch.export.export instead"
                 )
-            ep, names = model, {}
+            ep, names, spec = model, {}, None
         elif isinstance(model, torch.nn.Module):
             args, kwargs = _normalize_inputs(args, kwargs)
             report = cs.start(model, target_opset, strict, capture_strategies)
@@ -151,6 +152,7 @@ def to_onnx(
         registry = with_custom_ops(registry, ep.graph_module, custom_ops)
         raise_if_missing(missing_converters(ep.graph_module, registry))
         onnx_model = translate(ep, registry, names, target_opset)
+        range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
         cs.record(onnx_model, report)
         export_report.translated(onnx_model)
         if verify:  # investigate/verify.py: raises VerificationError naming the first FX node that differs
