@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from .context import NodeContext
 from .dtypes import value_type
 from .dynamic_shapes import onnx_dim
 from .errors import ConversionError, TorchInterpreterError, UnsupportedOpError
+from .logs import Progress
 from .provenance import describe, node_metadata, source_line
 from .python_op.custom_ops import missing_hint
 from .registry import Registry, target_key
@@ -89,8 +91,11 @@ class Interpreter:
         # in-place ops: an environment that carries the aliasing between views (aliasing.py)
         self.aliases = AliasEnv.create(self, module.graph, env)
         env = self.aliases if self.aliases is not None else env
+        progress = Progress("translated", len(module.graph.nodes), "FX nodes") if self.builder.parent is None else None
         try:
             for node in module.graph.nodes:
+                if progress is not None:
+                    progress.tick()
                 if node.op == "placeholder":
                     if node not in env:
                         raise ConversionError(f"placeholder {node.name!r} has no value")
@@ -175,12 +180,15 @@ class Interpreter:
         return attr  # submodules are handed to the converters of higher-order ops
 
     def call_function(self, node: torch.fx.Node, env: Mapping[torch.fx.Node, Any]) -> Any:
-        start = len(self.builder.nodes)
+        start, begin = len(self.builder.nodes), time.perf_counter()
         with self.builder.scope(node.name, node_metadata(node)):
             result = self.convert(node, self.lookup(node.args, env), self.lookup(node.kwargs, env))
         created = {id(n) for n in self.builder.nodes[start:]}
         self._annotate(node, result, node.meta.get("val"), created, node.name)
-        logger.debug("%s -> %d ONNX node(s)", node.name, len(created))
+        logger.debug(
+            "%s (%s) -> %d ONNX node(s) in %.2f ms",
+            node.name, target_key(node.target), len(created), 1e3 * (time.perf_counter() - begin),
+        )
         return result
 
     def convert(self, node: torch.fx.Node, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterator
 
 PACKAGE_LOGGER = "experimental.torch_interpreter"
@@ -26,3 +27,31 @@ def verbosity(verbose: int) -> Iterator[None]:
     finally:
         package_logger.removeHandler(handler)
         package_logger.setLevel(saved)
+
+
+class Progress:
+    """Logs ``<what> i/n <unit> (p%)`` at INFO level at most every ``every`` seconds, so that a long loop
+    (translating a large model) shows it moves, in a terminal or a notebook, and a short one says nothing.
+
+    >>> progress = Progress("translated", 3, "nodes")
+    >>> for _ in range(3):
+    ...     progress.tick()
+    >>> progress.done
+    3
+    """
+
+    def __init__(self, what: str, total: int, unit: str, every: float = 2.0) -> None:
+        self.what, self.total, self.unit, self.every = what, total, unit, every
+        self.done = 0
+        self._last = time.perf_counter()
+        self._logger = logging.getLogger(PACKAGE_LOGGER)
+
+    def tick(self) -> None:
+        """One more item done."""
+        self.done += 1
+        now = time.perf_counter()
+        if now - self._last >= self.every:
+            self._last = now
+            self._logger.info(
+                "%s %d/%d %s (%d%%)", self.what, self.done, self.total, self.unit, 100 * self.done // max(self.total, 1)
+            )
