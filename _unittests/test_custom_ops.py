@@ -254,7 +254,6 @@ def _(x, offset, mode):
 _RUN = '''
 import sys
 import numpy as np
-import torch
 sys.path.insert(0, {root!r})
 sys.path.insert(0, {tmp!r})
 if {import_module!r}:
@@ -265,12 +264,23 @@ try:
 except MissingCustomOpError as e:
     print("MISSING:", e)
     sys.exit(0)
-x = np.load({x!r})
-np.save({out!r}, sess.run(None, {{sess.get_inputs()[0].name: x}})[0])
+for i in range({count}):
+    x = np.load(f"{tmp}/x{{i}}.npy")
+    np.save(f"{tmp}/out{{i}}.npy", sess.run(None, {{sess.get_inputs()[0].name: x}})[0])
 '''
 
 
+def _run_fresh(tmp_path, path: str, import_module: bool, count: int) -> str:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = _RUN.format(root=root, tmp=str(tmp_path), import_module=import_module, model=path, count=count)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def test_fresh_process(tmp_path):
+    """The op is defined in a module the test writes; a fresh process that imports it runs the model, one that
+    does not gets an error naming the op and the module."""
     (tmp_path / "a2o_fresh_ops.py").write_text(_MODULE)
     spec = importlib.util.spec_from_file_location("a2o_fresh_ops", tmp_path / "a2o_fresh_ops.py")
     module = importlib.util.module_from_spec(spec)
@@ -279,26 +289,16 @@ def test_fresh_process(tmp_path):
     model = Fn(lambda x: module.cube(x.abs(), 0.5, "neg") * 2)
     path = str(tmp_path / "model.onnx")
     to_onnx(model, (torch.randn(2, 3),), dynamic_shapes=({0: "batch"},), filename=path, custom_ops="python_op")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for shape in [(2, 3), (5, 3)]:
-        x = torch.randn(*shape)
-        np.save(tmp_path / "x.npy", x.numpy())
-        script = _RUN.format(
-            root=root, tmp=str(tmp_path), import_module=True, model=path, x=str(tmp_path / "x.npy"),
-            out=str(tmp_path / "out.npy"),
-        )
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert "MISSING" not in done.stdout, done.stdout
-        np.testing.assert_allclose(np.load(tmp_path / "out.npy"), model(x).numpy(), rtol=1e-5, atol=1e-6)
-    # without the import: a clear error naming the op and the module
-    script = _RUN.format(
-        root=root, tmp=str(tmp_path), import_module=False, model=path, x="", out="",
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "MISSING:" in done.stdout and "a2o_fresh::cube.default" in done.stdout
-    assert "import a2o_fresh_ops" in done.stdout
+    xs = [torch.randn(2, 3), torch.randn(5, 3)]
+    for i, x in enumerate(xs):
+        np.save(tmp_path / f"x{i}.npy", x.numpy())
+    stdout = _run_fresh(tmp_path, path, True, len(xs))
+    assert "MISSING" not in stdout, stdout
+    for i, x in enumerate(xs):
+        np.testing.assert_allclose(np.load(tmp_path / f"out{i}.npy"), model(x).numpy(), rtol=1e-5, atol=1e-6)
+    stdout = _run_fresh(tmp_path, path, False, 0)
+    assert "MISSING:" in stdout and "a2o_fresh::cube.default" in stdout
+    assert "import a2o_fresh_ops" in stdout
 
 
 def test_missing_op_message_without_module():
