@@ -42,7 +42,9 @@ source_suffix = {".rst": "restructuredtext"}
 
 html_theme = "furo"
 html_title = f"aten2onnx {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+# code blocks and printed errors wrap instead of being cut at the right (_static/custom.css)
+html_css_files = ["custom.css"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"

@@ -15,6 +15,7 @@ import re
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import nested_parse_with_titles
 
 
 def _rows():
@@ -86,8 +87,10 @@ class SupportedOps(SphinxDirective):
         ]
         for module in sorted(groups):
             rows = groups[module]
+            title = f"ops/{module}.py ({len(rows)})"
             lines += [
-                f".. rubric:: ops/{module}.py ({len(rows)})",
+                title,
+                "-" * len(title),  # a section: listed by the page's table of contents
                 "",
                 ".. list-table::",
                 "   :header-rows: 1",
@@ -102,7 +105,7 @@ class SupportedOps(SphinxDirective):
             lines.append("")
         container = nodes.section()
         container.document = self.state.document
-        self.state.nested_parse(StringList(lines, source="<supported-ops>"), self.content_offset, container)
+        nested_parse_with_titles(self.state, StringList(lines, source="<supported-ops>"), container)
         return container.children
 
 
