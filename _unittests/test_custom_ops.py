@@ -426,3 +426,34 @@ def test_mutating_op_is_refused():
 
     with pytest.raises(ConversionError, match="modifies its argument.*out"):
         to_onnx(Fn(fn), (torch.randn(3),), custom_ops="python_op")
+
+
+@torch.library.custom_op("a2o_test::cast_parts", mutates_args=())
+def cast_parts(x: torch.Tensor, parts: int, *, dtype: torch.dtype, scale: float = 1.0) -> list[torch.Tensor]:
+    """Keyword-only arguments (a dtype among them) and a list of tensors returned."""
+    return [(c * scale).to(dtype).clone() for c in x.chunk(parts, dim=-1)]
+
+
+@cast_parts.register_fake
+def _(x, parts, *, dtype, scale=1.0):
+    return [c.to(dtype).clone() for c in x.chunk(parts, dim=-1)]
+
+
+def test_keyword_only_arguments_and_list_output():
+    def fn(x):
+        a, b = cast_parts(x, 2, dtype=torch.float64, scale=3.0)
+        (c,) = cast_parts(x, 1, dtype=torch.int64)
+        return a + 1, b, c
+
+    onx = check_model(
+        Fn(fn),
+        (torch.randn(3, 4) * 10,),
+        dynamic_shapes=({0: "batch"},),
+        more_inputs=[((torch.randn(5, 4) * 10,), None)],
+        custom_ops="python_op",
+    )
+    first, second = [_attrs(n) for n in _python_ops(onx)]
+    assert first["input_convention"] == "dccc" and first["output_tensor_types"] == [onnx.TensorProto.DOUBLE] * 2
+    assert json.loads(first["comment"])["objects"] == [{"torch": "float64"}]
+    assert json.loads(second["comment"])["objects"] == [{"torch": "int64"}, {"default": True}]
+    assert second["output_tensor_types"] == [onnx.TensorProto.INT64]
