@@ -27,6 +27,7 @@ from .errors import (
     InputMismatchError,
     InvalidModelError,
 )
+from .half_precision import round_half_results
 from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .investigate.report import recording
 from .investigate.verify import verify_export
@@ -200,6 +201,7 @@ def translate(
     model = builder.to_model(ir_version=IR_VERSION)
     # converters may leave values nobody reads (a view overwritten by a mutation, an unused output)
     RemoveUnusedNodesPass()(model)
+    round_half_results(model)  # half_precision.py: float16 results read in float32 keep their rounding
     return model
 
 
