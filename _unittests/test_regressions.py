@@ -315,3 +315,11 @@ def test_default_and_declared_ranges_do_not_warn():
         dim = torch.export.Dim("b", min=6, max=64)  # the user's own range, not a narrowing
         onx = to_onnx(_AtLeastFive(), (torch.randn(6, 3),), dynamic_shapes=({0: dim},))
         assert _narrowed(onx) == []
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_rms_norm_with_weight_in_half_precision(dtype):
+    """rms_norm of bfloat16 with a weight gave a bfloat16 Mul onnxruntime has no kernel for (fuzz seed 357)."""
+    weight = torch.randn(3).to(dtype)
+    check_model(Fn(lambda x: torch.nn.functional.rms_norm(x, (3,), weight)), (torch.randn(2, 4, 3).to(dtype),),
+                atol=1e-2, rtol=1e-2)

@@ -353,7 +353,7 @@ def aten_rms_norm(
     mean_square = ctx.op("ReduceMean", ctx.op("Mul", x, x), ctx.const(list(range(rank - k, rank)), INT64), keepdims=1)
     rstd = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.op("Add", mean_square, ctx.const(float(eps), compute))))
     y = ctx.cast(ctx.cast(ctx.op("Mul", x, rstd), input.dtype), dtype)
-    return y if weight is None else ctx.op("Mul", y, ctx.cast(weight, dtype))
+    return y if weight is None else kernel_op(ctx, "Mul", y, weight, dtype=dtype)  # no bfloat16 Mul kernel
 
 
 @register("aten::_batch_norm_with_update.default")
