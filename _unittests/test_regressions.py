@@ -323,3 +323,53 @@ def test_rms_norm_with_weight_in_half_precision(dtype):
     weight = torch.randn(3).to(dtype)
     check_model(Fn(lambda x: torch.nn.functional.rms_norm(x, (3,), weight)), (torch.randn(2, 4, 3).to(dtype),),
                 atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("fn", [torch.cummax, torch.cummin], ids=["cummax", "cummin"])
+def test_cumulative_extremum_over_dynamic_axis(fn):
+    """cummax/cummin over a dynamic axis was refused: the [n, n] mask now comes from Range."""
+    x = torch.tensor([[1.0, 3.0, 3.0, -1.0, 5.0], [2.0, float("nan"), 0.0, float("nan"), 1.0]])
+    other = torch.randint(-3, 3, (3, 8)).float()  # ties: the last index, as PyTorch
+    check_model(
+        Fn(lambda x: fn(x, 1)), (x,), dynamic_shapes=({0: "b", 1: "n"},), more_inputs=[((other,), None)]
+    )
+    check_model(
+        Fn(lambda x: fn(x, 0)), (x.T.contiguous(),), dynamic_shapes=({0: "n"},), more_inputs=[((other[:2].T.contiguous(),), None)]
+    )
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (2, 3)),
+        lambda x: torch.nn.functional.adaptive_max_pool2d(x, (2, 3)),
+        lambda x: torch.nn.functional.adaptive_avg_pool1d(x[:, :, 0], 4),
+        lambda x: torch.nn.functional.adaptive_max_pool1d(x[0, :, 1], 4),
+    ],
+    ids=["avg2d", "max2d", "avg1d", "max1d_unbatched"],
+)
+def test_adaptive_pool_over_dynamic_spatial_axes(fn):
+    """Adaptive pooling over a dynamic spatial axis was refused: windows from Range and comparisons."""
+    x = torch.randn(1, 2, 7, 6)
+    x[0, 0, 1, 1] = float("inf")
+    x[0, 1, 5, 0] = float("nan")
+    check_model(
+        Fn(fn),
+        (x,),
+        dynamic_shapes=({2: "h", 3: "w"},),
+        more_inputs=[((torch.randn(1, 2, 5, 9),), None), ((torch.randn(1, 2, 3, 2),), None)],
+    )
+
+
+class _AdaptiveMaxWithIndices(torch.nn.Module):
+    def forward(self, x):
+        values, indices = torch.nn.functional.adaptive_max_pool2d(x, (2, 3), return_indices=True)
+        return values, indices
+
+
+def test_adaptive_max_pool_indices_over_dynamic_axes_is_a_clear_error():
+    from experimental.torch_interpreter import to_onnx
+    from experimental.torch_interpreter.errors import ConversionError
+
+    with pytest.raises(ConversionError, match=r"adaptive_max_pool2d.*indices.*static"):
+        to_onnx(_AdaptiveMaxWithIndices(), (torch.randn(1, 2, 7, 6),), dynamic_shapes=({2: "h", 3: "w"},))

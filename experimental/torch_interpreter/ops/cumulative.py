@@ -272,15 +272,18 @@ def _cumulative_extremum(ctx: NodeContext, self: ir.Value, dim: int, largest: bo
     if rank == 0:
         return self, ctx.const(0, INT64)
     axis = normalize_dim(dim, rank)
-    n = static_dim(ctx.arg_val(0).shape[axis])
-    if n is None:
-        raise NotImplementedError("cummax/cummin over a dynamic dimension")
+    n = dim_of(ctx, self, axis, ctx.arg_val(0).shape[axis])
     dtype = self.dtype
     c = kernel_dtype("Max", opmath_dtype(dtype) if dtype in FLOAT_TYPES else dtype)
     x = ctx.cast(self, c)
     perm = [i for i in range(rank) if i != axis] + [axis]
     xt = ctx.op("Transpose", x, perm=perm) if axis != rank - 1 else x
-    seen = ctx.const(np.tril(np.ones((n, n), dtype=np.bool_)))  # seen[i, j]: j <= i
+    if isinstance(n, int):
+        j = ctx.const(np.arange(n, dtype=np.int64))
+        seen = ctx.const(np.tril(np.ones((n, n), dtype=np.bool_)))  # seen[i, j]: j <= i
+    else:  # a dynamic axis: the same mask from Range
+        j = ctx.op("Range", ctx.const(0, INT64), n, ctx.const(1, INT64))
+        seen = ctx.op("LessOrEqual", j, ctx.op("Unsqueeze", j, ctx.const([1], INT64)))
     grid = ctx.op("Unsqueeze", xt, ctx.const([-2], INT64))  # [..., 1, n]
     floats = c in FLOAT_TYPES
     if floats:
@@ -292,7 +295,6 @@ def _cumulative_extremum(ctx: NodeContext, self: ir.Value, dim: int, largest: bo
     clean = ctx.op("Where", ctx.op("IsNaN", grid), lowest, grid) if floats else grid
     masked = ctx.op("Where", seen, clean, lowest)  # [..., n, n]
     values = ctx.op("ReduceMax" if largest else "ReduceMin", masked, ctx.const([-1], INT64), keepdims=0)
-    j = ctx.const(np.arange(n, dtype=np.int64))
     hit = ctx.op("Equal", clean, ctx.op("Unsqueeze", values, ctx.const([-1], INT64)))
     if floats:  # NaN: the last NaN so far
         nan = ctx.op("IsNaN", grid)

@@ -260,6 +260,70 @@ def _window_means(ctx: NodeContext, x: ir.Value, size: int, out: int) -> ir.Valu
     return ctx.op("Div", total, ctx.const(lengths.astype(x.dtype.numpy())))
 
 
+def _dynamic_windows(ctx: NodeContext, x: ir.Value, out: int) -> tuple[ir.Value, ir.Value]:
+    """PyTorch's adaptive windows ``[floor(i*size/out), ceil((i+1)*size/out))`` along the last axis of ``x``,
+    of a size known at run time only: ``(mask [out, size], lengths [out])``, from Range and comparisons."""
+    size = ctx.op("Squeeze", ctx.op("Shape", x, start=-1), ctx.const([0], INT64))
+    one = ctx.const(1, INT64)
+    i = ctx.const(np.arange(out, dtype=np.int64).reshape(out, 1))
+    o = ctx.const(out, INT64)
+    start = ctx.op("Div", ctx.op("Mul", i, size), o)
+    end = ctx.op("Div", ctx.op("Add", ctx.op("Mul", ctx.op("Add", i, one), size), ctx.const(out - 1, INT64)), o)
+    j = ctx.op("Range", ctx.const(0, INT64), size, one)  # [size]
+    mask = ctx.op("And", ctx.op("GreaterOrEqual", j, start), ctx.op("Less", j, end))  # [out, size]
+    lengths = ctx.op("Squeeze", ctx.op("Sub", end, start), ctx.const([1], INT64))
+    return mask, lengths
+
+
+def _dynamic_window_reduce(ctx: NodeContext, x: ir.Value, out: int, largest: bool) -> ir.Value:
+    """Adaptive means (``largest=False``) or maxima of the windows along the last axis of ``x`` (dynamic
+    size): each window masked out of ``[..., out, size]``, padding 0 (means) or the lowest value (maxima)."""
+    mask, lengths = _dynamic_windows(ctx, x, out)
+    grid = ctx.op("Unsqueeze", x, ctx.const([-2], INT64))  # [..., 1, size]
+    if not largest:
+        windows = ctx.op("Where", mask, grid, ctx.const(0, x.dtype))
+        total = ctx.op("ReduceSum", windows, ctx.const([-1], INT64), keepdims=0)
+        return ctx.op("Div", total, ctx.cast(lengths, x.dtype))
+    if x.dtype in FLOAT_TYPES:
+        low: float | int = float("-inf")
+    else:
+        low = int(np.iinfo(x.dtype.numpy()).min)
+    windows = ctx.op("Where", mask, grid, ctx.const(low, x.dtype))
+    values = ctx.op("ReduceMax", windows, ctx.const([-1], INT64), keepdims=0)
+    if x.dtype in FLOAT_TYPES:  # a NaN in the window wins, as in PyTorch
+        nan = ctx.op("And", mask, ctx.op("IsNaN", grid))
+        any_nan = ctx.op("Cast", ctx.op("ReduceMax", ctx.cast(nan, ir.DataType.UINT8), ctx.const([-1], INT64),
+                                        keepdims=0), to=ir.DataType.BOOL)
+        values = ctx.op("Where", any_nan, ctx.const(float("nan"), x.dtype), values)
+    return values
+
+
+def _separable(ctx: NodeContext, x: ir.Value, output_size: Sequence[int], reduce: Any) -> ir.Value:
+    """``reduce(moved, axis, size, out)`` applied to each spatial axis of ``x`` moved last, one at a time
+    (adaptive means and maxima are separable: a window is a product of one window per axis)."""
+    n = len(output_size)
+    dims = spatial_dims(x, n)
+    y = x
+    for i, (size, out) in enumerate(zip(dims, output_size)):
+        if size == out:
+            continue
+        axis = 2 + i
+        perm = [a for a in range(n + 2) if a != axis] + [axis]
+        moved = ctx.op("Transpose", y, perm=perm) if axis != n + 1 else y
+        moved = reduce(moved, size, out)
+        y = ctx.op("Transpose", moved, perm=[perm.index(a) for a in range(n + 2)]) if axis != n + 1 else moved
+    return y
+
+
+def _static_output(output_size: Any, op: str) -> list[int]:
+    if not all(isinstance(o, int) for o in output_size):
+        raise NotImplementedError(
+            f"{op} to an output size known at run time only ({list(output_size)}): ONNX has no adaptive pooling; "
+            "make the output size a Python int in the model"
+        )
+    return list(output_size)
+
+
 @register(
     "aten::adaptive_avg_pool1d.default",
     "aten::adaptive_avg_pool2d.default",
@@ -270,8 +334,8 @@ def _window_means(ctx: NodeContext, x: ir.Value, size: int, out: int) -> ir.Valu
 def aten_adaptive_avg_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) -> ir.Value:
     """adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor
 
-    GlobalAveragePool for an output size of 1, AveragePool when the sizes divide, else (static 1-D or 2-D
-    sizes) the means of PyTorch's overlapping windows, one axis at a time.
+    GlobalAveragePool for an output size of 1, AveragePool when the sizes divide, else the means of
+    PyTorch's overlapping windows, one axis at a time (windows from Range over a dynamic axis).
     """
     n = len(output_size)
     dtype = ctx.out_dtype
@@ -297,6 +361,16 @@ def aten_adaptive_avg_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
                 moved = _window_means(ctx, moved, size, out)
                 y = ctx.op("Transpose", moved, perm=[perm.index(a) for a in range(n + 2)]) if axis != n + 1 else moved
             return ctx.cast(y, dtype)
+        if any(d is None for d in dims):  # a dynamic spatial axis: windows from Range, one axis at a time
+            out = _static_output(output_size, "adaptive_avg_pool")
+            c = opmath_dtype(dtype)
+
+            def reduce(moved: ir.Value, size: int | None, o: int) -> ir.Value:
+                if size is None:
+                    return _dynamic_window_reduce(ctx, moved, o, largest=False)
+                return _window_means(ctx, moved, size, o)
+
+            return ctx.cast(_separable(ctx, ctx.cast(x, c), out, reduce), dtype)
         kernel = _adaptive_kernel(x, output_size, "adaptive_avg_pool")
         return kernel_op(ctx, "AveragePool", x, dtype=dtype, kernel_shape=kernel, strides=kernel)
 
@@ -309,7 +383,8 @@ def aten_adaptive_avg_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
 def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) -> tuple[ir.Value, ir.Value | None]:
     """adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
 
-    GlobalMaxPool for an output size of 1 without indices, else MaxPool when the sizes divide.
+    GlobalMaxPool for an output size of 1 without indices, else MaxPool when the sizes divide; over a
+    dynamic spatial axis, the maxima of windows from Range, one axis at a time (no indices).
     """
     n = len(output_size)
     dtype = ctx.out_dtype
@@ -317,6 +392,20 @@ def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
     if all(o == 1 for o in output_size) and not with_indices:
         return with_batch(ctx, self, n, lambda x: kernel_op(ctx, "GlobalMaxPool", x, dtype=dtype)), None
     dims = spatial_dims(self, n)
+    if any(d is None for d in dims):
+        out = _static_output(output_size, "adaptive_max_pool")
+        if with_indices:
+            raise NotImplementedError(
+                f"adaptive_max_pool over a dynamic spatial axis (input {ctx.onnx_shape(ctx.arg_val(0))}) with its "
+                "indices: ONNX has no adaptive pooling and the indices of windows of a size known at run time "
+                "only are not supported; make the spatial axes static (Dim.STATIC), or use only the values"
+            )
+        c = kernel_dtype("ReduceMax", dtype)
+
+        def reduce(moved: ir.Value, size: int | None, o: int) -> ir.Value:
+            return _dynamic_window_reduce(ctx, moved, o, largest=True)
+
+        return with_batch(ctx, self, n, lambda x: ctx.cast(_separable(ctx, ctx.cast(x, c), out, reduce), dtype)), None
     if all(d is not None for d in dims) and any(d % o for d, o in zip(dims, output_size)):
         return with_batch(ctx, self, n, lambda x: _adaptive_max_windows(ctx, x, dims, list(output_size)))
     kernel = _adaptive_kernel(self, output_size, "adaptive_max_pool")
