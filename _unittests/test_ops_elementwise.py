@@ -155,7 +155,7 @@ def test_unary(name, dtype):
     x = rand(3, 4, dtype=dtype, low=low, high=high)
     rounding = dtype == torch.int64 and name in ("floor", "ceil", "round", "trunc", "fix")
     model = Fn(lambda x: fn(x) * 2) if rounding else Fn(fn)  # * 2: the output is not the input
-    onx = check_model(model, (x,), **(F16 if dtype == torch.float16 else {}))
+    onx = check_model(model, (x,), optimize=False, **(F16 if dtype == torch.float16 else {}))  # the translation
     if dtype == torch.float32 and name in ("exp", "sin", "erf", "round", "floor"):
         assert op_types(onx) == [name.capitalize()]
     if rounding:  # integers are already round

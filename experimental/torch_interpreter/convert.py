@@ -32,6 +32,7 @@ from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .investigate.report import recording
 from .investigate.verify import verify_export
 from .logs import verbosity
+from .optimize import check_level, optimize_model
 from .python_op.capture import capture_autograd_functions
 from .python_op.custom_ops import with_custom_ops
 from .registry import Registry, default_registry
@@ -55,6 +56,7 @@ def to_onnx(
     target_opset: int = DEFAULT_OPSET,
     external_data: bool | None = None,
     as_ir: bool = False,
+    optimize: bool | str = True,
     registry: Registry | None = None,
     verbose: int = 0,
     verify: bool = False,
@@ -81,6 +83,10 @@ def to_onnx(
     :param as_ir: return the ``onnx_ir.Model`` (weights shared with the torch model, no copy)
         instead of an ``onnx.ModelProto``; when ``filename`` is given and weights are external, the
         returned proto references ``filename + '.data'`` instead of holding a second copy of the weights
+    :param optimize: ``True`` (default) folds constants, simplifies shape ops, merges common
+        subexpressions and removes unused nodes (standard ONNX); ``"onnxruntime"`` also fuses into
+        onnxruntime's ``com.microsoft`` kernels (RMSNorm, skip norms, attention, GELU...); ``False`` keeps the
+        raw translation; see ``_doc/performance.rst``
     :param registry: converters to use (default: the project's)
     :param verbose: 0 silent, 1 logs the steps and timings and the export report, 2 also every node with
         its time
@@ -122,6 +128,7 @@ def to_onnx(
         begin = time.perf_counter()
         if target_opset < 18:
             raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
+        check_level(optimize)
         report = None  # what the capture strategies did (capture_strategies.py)
         registry = registry or _default_registry()
         if isinstance(model, torch.export.ExportedProgram):
@@ -153,6 +160,7 @@ def to_onnx(
         registry = with_custom_ops(registry, ep.graph_module, custom_ops)
         raise_if_missing(missing_converters(ep.graph_module, registry))
         onnx_model = translate(ep, registry, names, target_opset)
+        optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
         cs.record(onnx_model, report)
         export_report.translated(onnx_model)
