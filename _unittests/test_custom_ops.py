@@ -457,3 +457,27 @@ def test_keyword_only_arguments_and_list_output():
     assert json.loads(first["comment"])["objects"] == [{"torch": "float64"}]
     assert json.loads(second["comment"])["objects"] == [{"torch": "int64"}, {"default": True}]
     assert second["output_tensor_types"] == [onnx.TensorProto.INT64]
+
+
+class WhileModel(torch.nn.Module):
+    def forward(self, x):
+        from torch._higher_order_ops.while_loop import while_loop
+
+        def cond_fn(i, y):
+            return i < 3
+
+        def body_fn(i, y):
+            return i + 1, numpy_tanh(y, 1.5) + Double.apply(y)
+
+        return while_loop(cond_fn, body_fn, (torch.tensor(0), x))[1]
+
+
+def test_custom_op_and_function_in_while_loop():
+    onx = check_model(
+        WhileModel(),
+        (torch.randn(2, 3),),
+        dynamic_shapes=({0: "batch"},),
+        more_inputs=[((torch.randn(4, 3),), None)],
+        custom_ops="python_op",
+    )
+    assert "Loop" in op_types(onx)
