@@ -48,7 +48,7 @@ def test_cli_export_verify_report_dump(tmp_path):
     assert "saved m.onnx" in out.stdout and "passed" in out.stdout
     assert "## Verification" in (tmp_path / "r.md").read_text()
     dumped = sorted(os.listdir(tmp_path / "dump"))
-    assert dumped == ["exported_program.pt2", "graph.txt", "inputs.pt", "report.md"], dumped
+    assert dumped == ["exported_program.pt2", "graph.txt", "inputs.pt", "m.onnx", "report.md"], dumped
     assert "aten.softplus.default" in (tmp_path / "dump" / "graph.txt").read_text()
     sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     assert [i.name for i in sess.get_inputs()] == ["x", "scale"]

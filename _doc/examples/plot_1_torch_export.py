@@ -279,3 +279,31 @@ onx = to_onnx(SetInput(), (x.clone(), y))
 x2 = torch.randn(2, 3, 4)
 np.testing.assert_allclose(InferenceSession(onx).run(None, {"x": x2, "y": y})[0], SetInput()(x2.clone(), y).numpy())
 print([n.op_type for n in onx.graph.node])
+
+# %%
+# FX nodes and ONNX nodes
+# -----------------------
+#
+# The size of the graphs of this page, before and after the translation: one group of ONNX nodes per FX
+# node, most groups one node long.
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+examples = {
+    "Model": (Model(), (x, bias)),
+    "Flatten": (Flatten(), (torch.randn(2, 3, 4),)),
+    "Cond": (Cond(), (torch.randn(3, 2),)),
+}
+fx_counts, onnx_counts = [], []
+for model, inputs in examples.values():
+    program = torch.export.export(model, inputs)
+    fx_counts.append(sum(n.op == "call_function" for n in program.graph.nodes))
+    onnx_counts.append(len(to_onnx(model, inputs).graph.node))
+fig, ax = plt.subplots(figsize=(4.5, 2.8))
+positions = range(len(examples))
+ax.bar([p - 0.2 for p in positions], fx_counts, width=0.4, label="FX call_function nodes")
+ax.bar([p + 0.2 for p in positions], onnx_counts, width=0.4, label="ONNX nodes (top level)")
+ax.set_xticks(list(positions), list(examples))
+ax.legend(fontsize=8)
+ax.set_title("graph sizes")
+fig.tight_layout()

@@ -213,3 +213,15 @@ for batch, seq in [(1, 5), (3, 11)]:
     expected = llama(**feeds).logits.detach().numpy()
     got = sess.run(None, feeds)[0]
     print(batch, seq, got.shape, "max difference", float(np.abs(got - expected).max()))
+
+# %%
+# The nodes per module of the tiny Llama as a figure:
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+scopes = sorted(per_module)
+fig, ax = plt.subplots(figsize=(5, 3))
+ax.barh(scopes, [per_module[s] for s in scopes])
+ax.set_xlabel("ONNX nodes")
+ax.set_title("tiny Llama: ONNX nodes per module")
+fig.tight_layout()

@@ -101,3 +101,18 @@ with bypass_export_some_errors(patch_transformers=True):
 got = sess.run(None, feeds)
 for name, e, g in zip([o.name for o in onx.graph.output], expected, got):
     print(f"{name:18} shape {g.shape}  max |onnx - torch| = {np.abs(e - g).max():.2e}")
+
+# %%
+# The differences per output, on a log scale:
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+names = [o.name for o in onx.graph.output]
+diffs = [max(float(np.abs(e - g).max()), 1e-12) for e, g in zip(expected, got)]
+fig, ax = plt.subplots(figsize=(5, 2.8))
+ax.bar(range(len(names)), diffs)
+ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
+ax.set_yscale("log")
+ax.set_ylabel("max |onnx - torch|")
+ax.set_title("logits and present cache")
+fig.tight_layout()

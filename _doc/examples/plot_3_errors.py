@@ -302,3 +302,22 @@ try:
     to_onnx(DataDependentIf(), (torch.randn(3, 2),))
 except ExportCaptureError as e:
     print("cause:", type(e.__cause__).__module__, type(e.__cause__).__name__)
+
+# %%
+# The classes of this page, under their common base:
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+classes = [InvalidModelError, InputMismatchError, DynamicShapeError, ExportCaptureError, UnsupportedOpError,
+           RuntimeFeedError]
+fig, ax = plt.subplots(figsize=(6, 3.2))
+ax.axis("off")
+ax.text(0.02, 0.5, "TorchInterpreterError", ha="left", va="center", bbox={"boxstyle": "round", "fc": "#e8eefc"})
+for i, cls in enumerate(classes):
+    y = 0.93 - i * 0.172
+    builtin = [b.__name__ for b in cls.__mro__[1:] if b.__module__ == "builtins" and b is not object][:1]
+    ax.annotate(
+        f"{cls.__name__}  ({', '.join(builtin)})", xy=(0.33, 0.5), xytext=(0.42, y), va="center", fontsize=9,
+        arrowprops={"arrowstyle": "-", "color": "gray"}, bbox={"boxstyle": "round", "fc": "#f4f4f4"},
+    )
+fig.tight_layout()

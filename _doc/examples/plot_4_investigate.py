@@ -1,33 +1,162 @@
 """
 .. _l-investigate:
 
-4. Investigating an export failure
-==================================
+4. Investigating an export
+==========================
 
-Every ONNX node ``to_onnx`` creates records where it came from, and every error names the FX node, the
-module and the source line at fault. This page follows one failure from the message to the line, then shows
-how to use the same information when the model converts but gives different results.
+Every ONNX node ``to_onnx`` creates records the FX node, the module and the source line it came from. This
+page uses that to answer the three questions of an investigation, each in one call:
 
-Reading the error
------------------
+* the model converts but its results differ from PyTorch: **which node is wrong?**
+  (:func:`~experimental.torch_interpreter.find_discrepancies`, ``to_onnx(..., verify=True)``);
+* what happened during the export, and how long did each step take? (``to_onnx(..., report=...)``,
+  ``verbose=1``);
+* what does a bug report need? (a standalone repro of the node, the CLI's ``--dump``).
 
-A small CNN ends with ``AdaptiveAvgPool2d((2, 2))``, exported with a dynamic image size.
+The first node at fault in a tiny Llama
+---------------------------------------
+
+A converter of our own replaces the project's ``silu``, and forgets the product: ``sigmoid(x)`` instead of
+``x * sigmoid(x)``. A private :class:`~experimental.torch_interpreter.Registry`, a copy of the default one
+with that converter swapped in, is given to the export; the default registry is left alone.
 """
 
-import collections
+import os
+import subprocess
+import sys
+import tempfile
 
-import numpy as np
+import matplotlib.pyplot as plt
 import onnx_ir as ir
 import torch
+import transformers
 
 from experimental.torch_interpreter import (
     ConversionError,
-    InferenceSession,
+    ExportReport,
     Registry,
+    VerificationError,
     default_registry,
+    find_discrepancies,
     to_onnx,
 )
 from experimental.torch_interpreter.context import NodeContext
+
+
+def registry_with(key, converter):
+    """A copy of the default registry where ``key`` has ``converter``."""
+    registry = Registry()
+    for k in default_registry.supported():
+        if k != key:
+            registry.register(k)(default_registry.get(k))
+    registry.register(key)(converter)
+    return registry
+
+
+def silu_without_product(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """silu(Tensor self) -> Tensor (wrong: returns sigmoid(x))"""
+    return ctx.op("Sigmoid", self)
+
+
+buggy = registry_with("aten::silu.default", silu_without_product)
+
+config = transformers.LlamaConfig(
+    hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, vocab_size=1000, max_position_embeddings=256, use_cache=False,
+)
+torch.manual_seed(0)
+llama = transformers.LlamaForCausalLM(config).eval()
+inputs = {"input_ids": torch.randint(0, 1000, (2, 8)), "attention_mask": torch.ones(2, 8, dtype=torch.int64)}
+dynamic = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
+
+# %%
+# :func:`~experimental.torch_interpreter.find_discrepancies` exports the model, runs the exported program
+# node by node in PyTorch and the ONNX model in onnxruntime with every value named after an FX node made an
+# output (graph optimizations off, so that none is fused away), and compares them in graph order. Keyword
+# inputs, booleans, integers and nodes with several outputs are compared too.
+
+report = find_discrepancies(llama, (), inputs, dynamic, registry=buggy)
+print(report)
+
+# %%
+# ``report.first`` is the first FX node that differs, with its registry key, module, source line, the
+# largest absolute and relative differences, and shapes and types on both sides. Every node after it
+# inherits the error; the plot of the error per node (log scale) shows where it starts.
+
+first = report.first
+print(first.fx_node, first.target, "|", first.module)
+print(first.source)
+print(first.max_abs, first.torch_shape, first.onnx_shape, first.torch_dtype, first.onnx_dtype)
+
+ax = report.plot(title="tiny Llama, silu without the product")
+plt.tight_layout()
+
+# %%
+# ``to_markdown()`` gives the table, here only the rows that differ (``report.rows`` holds one row per
+# compared node); the nodes that could not be compared are listed at the end with the reason (a constant
+# the converter folded has no ONNX node of its own).
+
+print(report.to_markdown(only_differing=True)[:2500])
+
+# %%
+# A repro for a bug report
+# ------------------------
+#
+# ``save_repro`` writes the diverging node alone: ``model.onnx`` holds only the ONNX nodes made for it, with
+# the values they read as inputs (``inputs.npz``, computed by PyTorch), and ``repro.py`` calls the same aten
+# op on the same values and compares it with onnxruntime.
+
+folder = tempfile.mkdtemp()
+for path in first.save_repro(folder):
+    print(os.path.basename(path), os.path.getsize(path), "bytes")
+with open(os.path.join(folder, "repro.py")) as f:
+    print(f.read())
+
+# %%
+out = subprocess.run([sys.executable, os.path.join(folder, "repro.py")], capture_output=True, text=True)
+print(out.stdout)
+
+# %%
+# With the project's converters, nothing differs, and the share of compared nodes says how much of the
+# graph the check covered:
+
+report = find_discrepancies(llama, (), inputs, dynamic)
+print(report)
+
+# %%
+# verify=True
+# -----------
+#
+# ``to_onnx(..., verify=True)`` runs onnxruntime on the export inputs and compares every node with PyTorch;
+# a mismatch raises :class:`~experimental.torch_interpreter.VerificationError` naming the first node, its
+# ``report`` attribute being the same report as above.
+
+try:
+    to_onnx(llama, (), inputs, dynamic_shapes=dynamic, registry=buggy, verify=True)
+except VerificationError as e:
+    print(e)
+
+# %%
+# The export report
+# -----------------
+#
+# ``report=`` takes a path (the markdown is written there, also when the export fails) or an
+# :class:`~experimental.torch_interpreter.ExportReport` to fill: the steps and their timings, the capture
+# strategies, the dynamic axes and the ranges torch inferred for them, the missing converters if any, the
+# verification, and the op histograms, FX in and ONNX out. ``verbose=1`` logs the same content; ``verbose=2``
+# adds one line per FX node with its translation time.
+
+export_report = ExportReport()
+onx = to_onnx(llama, (), inputs, dynamic_shapes=dynamic, verify=True, report=export_report)
+print(export_report.to_markdown()[:3000])
+
+# %%
+# Reading an error
+# ----------------
+#
+# When the export itself fails, the message names the FX node, its registry key, the module and the user's
+# line, the converter and the inputs as PyTorch saw them. A CNN ending with ``AdaptiveAvgPool2d((2, 2))``
+# exported with a dynamic image size (ONNX has no adaptive pooling over an unknown size):
 
 
 class CNN(torch.nn.Module):
@@ -42,202 +171,55 @@ class CNN(torch.nn.Module):
         return self.head(y.flatten(1))
 
 
-model = CNN().eval()
-x = torch.randn(2, 3, 16, 16)
+cnn = CNN().eval()
+image = torch.randn(2, 3, 16, 16)
 try:
-    to_onnx(model, (x,), dynamic_shapes=({0: "batch", 2: "height", 3: "width"},))
+    to_onnx(cnn, (image,), dynamic_shapes=({0: "batch", 2: "height", 3: "width"},))
 except ConversionError as e:
-    error = e
     print(e)
 
 # %%
-# The message reads from left to right:
-#
-# * ``FX node 'adaptive_avg_pool2d' (aten::adaptive_avg_pool2d.default)``: the node of the exported graph
-#   and its registry key (the aten overload);
-# * ``in module pool: ...AdaptiveAvgPool2d``: the path of the module in the model (``model.pool``) and its
-#   class;
-# * ``from ...:NN in forward: y = self.pool(self.features(x))``: the user's line;
-# * ``failed: NotImplementedError: ...``: what the converter could not do, here an adaptive pooling to 2x2
-#   over a size unknown at export time (ONNX has no adaptive pooling);
-# * the converter's name, to read its code, and the inputs as PyTorch saw them: ``(s77, 8, s53, s0)``, the
-#   symbols being the dynamic dimensions.
-#
-# The converter's own exception is chained:
+# Keeping the spatial size static (only the batch dynamic) is one way out:
 
-print(repr(error.__cause__))
-
-# %%
-# The same node in the exported program: ``torch.export.export`` with the same arguments gives the graph
-# ``to_onnx`` was translating; the node's metadata holds the stack and the module path.
-
-ep = torch.export.export(
-    model, (x,), dynamic_shapes=({0: torch.export.Dim.DYNAMIC, 2: torch.export.Dim.DYNAMIC, 3: torch.export.Dim.DYNAMIC},)
-)
-node = next(n for n in ep.graph.nodes if n.name == "adaptive_avg_pool2d")
-print(node.format_node())
-print(node.meta["val"].shape)
-print(node.meta["nn_module_stack"])
-print(node.meta["stack_trace"])
-
-# %%
-# The innermost frame of the stack is torch's own ``AdaptiveAvgPool2d.forward``; the error (and the node
-# metadata below) skips the frames inside torch and names the user's line that called the module.
-
-# %%
-# Two ways out: keep the spatial size static (only the batch is dynamic), or pool to ``1x1``, which ONNX
-# has (``GlobalAveragePool``).
-
-onx = to_onnx(model, (x,), dynamic_shapes=({0: "batch"},))
+onx = to_onnx(cnn, (image,), dynamic_shapes=({0: "batch"},))
 print([n.op_type for n in onx.graph.node])
-
-# %%
-# verbose=1 and verbose=2
-# -----------------------
-#
-# ``verbose=1`` logs the steps and their timings, ``verbose=2`` also one line per FX node with the number of
-# ONNX nodes it became (through the ``logging`` module, logger ``experimental.torch_interpreter``).
-
-onx = to_onnx(model, (x,), dynamic_shapes=({0: "batch"},), verbose=1)
-
-# %%
-onx = to_onnx(model, (x,), dynamic_shapes=({0: "batch"},), verbose=2)
 
 # %%
 # The node metadata
 # -----------------
 #
-# Each ONNX node carries ``metadata_props``:
-#
-# * ``pkg.torch.fx_node``: the FX node it was made for (its output value has the same name);
-# * ``pkg.torch.target``: the registry key of the FX node's target;
-# * ``pkg.torch.module_scope``: the module path and class;
-# * ``pkg.torch.source``: the user's source line.
-#
-# Constants, shared between nodes, have none.
-
-
-class Block(torch.nn.Module):
-    def __init__(self, dim):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(dim)
-        self.lin = torch.nn.Linear(dim, dim)
-
-    def forward(self, x):
-        return x + torch.nn.functional.softplus(self.lin(self.norm(x)), beta=2.0)
-
-
-class Net(torch.nn.Module):
-    def __init__(self, dim=8):
-        super().__init__()
-        self.blocks = torch.nn.Sequential(Block(dim), Block(dim))
-        self.head = torch.nn.Linear(dim, 2)
-
-    def forward(self, x):
-        return self.head(self.blocks(x))
-
-
-torch.manual_seed(0)
-net = Net().eval()
-x = torch.randn(4, 8)
-onx = to_onnx(net, (x,), dynamic_shapes=({0: "batch"},))
-
-
-def meta(node):
-    return {p.key: p.value for p in node.metadata_props}
-
+# The tools above read ``metadata_props`` of each ONNX node: ``pkg.torch.fx_node`` (the FX node, also the
+# name of the value it produces), ``pkg.torch.target`` (the registry key), ``pkg.torch.module_scope`` (the
+# module path and class) and ``pkg.torch.source`` (the user's line). Constants, shared between nodes, have
+# none.
 
 for node in onx.graph.node:
-    m = meta(node)
-    print(f"{node.name:32} {m.get('pkg.torch.target', ''):28} {m.get('pkg.torch.module_scope', '')}")
+    meta = {p.key: p.value for p in node.metadata_props}
+    print(f"{node.name:28} {meta.get('pkg.torch.target', ''):34} {meta.get('pkg.torch.module_scope', '')}")
 
 # %%
-# and the source line, for one node:
-
-print(meta(onx.graph.node[0]))
-
-# %%
-# Questions the metadata answers. Which ONNX nodes does ``blocks.1`` own?
-
-print([n.name for n in onx.graph.node if meta(n).get("pkg.torch.module_scope", "").startswith("blocks.1")])
-
-# %%
-# Which lines of the model produced which op types?
-
-per_line = collections.defaultdict(collections.Counter)
-for node in onx.graph.node:
-    source = meta(node).get("pkg.torch.source")
-    if source:
-        per_line[source.split("/")[-1]][node.op_type] += 1
-for line, ops in per_line.items():
-    print(f"{dict(ops)}  <-  {line}")
-
-# %%
-# When results differ: find the first node at fault
-# -------------------------------------------------
+# The command line
+# ----------------
 #
-# The model converts, runs, but the output is not PyTorch's. Here the culprit is a converter of our own: a
-# replacement for ``softplus`` that forgets ``beta``.
+# ``python -m experimental.torch_interpreter`` (or the ``aten2onnx`` script) runs the same tools on a file
+# whose function returns the model and its inputs: ``export FILE.py:factory`` with ``--verify``,
+# ``--report R.md`` and ``--dump DIR`` (the ExportedProgram, its FX graph as text, the ONNX model, the
+# inputs and the report: what a bug report needs), and ``compare FILE.py:factory`` for
+# ``find_discrepancies`` (``--repro DIR``, ``--plot P.png``, ``--markdown R.md``).
 
-buggy = Registry()
-for key in default_registry.supported():
-    if key != "aten::softplus.default":
-        buggy.register(key)(default_registry.get(key))
-
-
-@buggy.register("aten::softplus.default")
-def softplus_without_beta(ctx: NodeContext, self: ir.Value, beta: float = 1, threshold: float = 20) -> ir.Value:
-    """softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor (wrong: beta is ignored)"""
-    return ctx.op("Softplus", self)
-
-
-ep = torch.export.export(net, (x,))
-model_ir = to_onnx(ep, registry=buggy, as_ir=True)
-got = InferenceSession(model_ir).run(None, {"x": x})[0]
-print("max difference:", np.abs(got - net(x).detach().numpy()).max())
-
-# %%
-# Every value named after an FX node holds that node's result. Making them all outputs of the ONNX model,
-# and recording the same nodes in PyTorch with ``torch.fx.Interpreter`` on the exported program, gives two
-# dictionaries to compare in graph order: the first node that differs is the one at fault.
-
-fx_names = [n.name for n in ep.graph.nodes if n.op == "call_function"]
-values = {v.name: v for node in model_ir.graph for v in node.outputs}
-for name in fx_names:
-    if name in values and values[name] not in model_ir.graph.outputs:
-        model_ir.graph.outputs.append(values[name])
-onnx_results = dict(zip([o.name for o in model_ir.graph.outputs], InferenceSession(model_ir).run(None, {"x": x})))
-
-
-class Recorder(torch.fx.Interpreter):
-    def run_node(self, n):
-        result = super().run_node(n)
-        self.results[n.name] = result
-        return result
-
-
-recorder = Recorder(ep.module())
-recorder.results = {}
-recorder.run(x)
-
-for name in fx_names:
-    if name in onnx_results:
-        diff = np.abs(onnx_results[name] - recorder.results[name].detach().numpy()).max()
-        print(f"{name:14} {diff:.2e}")
-
-# %%
-# ``softplus`` is the first to differ, everything after it inherits the error. Its ONNX nodes say which
-# converter, module and line:
-
-first = next(name for name in fx_names if name in onnx_results and not np.allclose(
-    onnx_results[name], recorder.results[name].detach().numpy(), atol=1e-5))
-for node in model_ir.graph:
-    if node.metadata_props.get("pkg.torch.fx_node") == first:
-        print(node.op_type, dict(node.metadata_props))
-
-# %%
-# With the project's converter, every intermediate result matches:
-
-onx = to_onnx(ep)
-got = InferenceSession(onx).run(None, {"x": x})[0]
-print("max difference:", np.abs(got - net(x).detach().numpy()).max())
+factory = os.path.join(folder, "cnn_factory.py")
+with open(factory, "w") as f:
+    f.write(
+        "import torch\n\n\n"
+        "def factory():\n"
+        "    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten())\n"
+        "    return model.eval(), (torch.randn(2, 3, 8, 8),), {}, ({0: 'batch'},)\n"
+    )
+for command in (["export", factory + ":factory", "-o", os.path.join(folder, "cnn.onnx"), "--verify",
+                 "--dump", os.path.join(folder, "dump")],
+                ["compare", factory + ":factory"]):
+    out = subprocess.run([sys.executable, "-m", "experimental.torch_interpreter", *command],
+                         capture_output=True, text=True)
+    print("$ python -m experimental.torch_interpreter", command[0], "...", "->", out.returncode)
+    print(out.stdout)
+print(sorted(os.listdir(os.path.join(folder, "dump"))))

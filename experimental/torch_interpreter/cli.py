@@ -12,6 +12,7 @@ import argparse
 import importlib.util
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -138,6 +139,7 @@ def _export(ns: argparse.Namespace) -> int:
             report.save(ns.report)
         if ns.dump:
             _dump(ns.dump, report, args, kwargs)
+            _copy_model(output, ns.dump)
     sys.stdout.write(f"saved {output}\n")
     if ns.verify:
         sys.stdout.write(report.verification + "\n")
@@ -157,6 +159,15 @@ def _dump(folder: str, report: Any, args: tuple, kwargs: dict) -> None:
         torch.export.save(ep, os.path.join(folder, "exported_program.pt2"))
     except Exception as e:  # some programs (custom ops, PythonOp) cannot be serialized
         logger.warning("the ExportedProgram could not be saved: %s", e)
+
+
+def _copy_model(output: str, folder: str) -> None:
+    """The ONNX model (and its external data) in the dump folder too."""
+    if not os.path.exists(output) or os.path.abspath(os.path.dirname(output)) == os.path.abspath(folder):
+        return
+    for path in (output, output + ".data"):
+        if os.path.exists(path):
+            shutil.copy(path, folder)
 
 
 def _compare(ns: argparse.Namespace) -> int:
