@@ -169,13 +169,6 @@ def test_dropout_in_training_mode_scales_kept_values():
     assert abs((y == 0).mean() - 0.25) < 0.02
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="feature_dropout (dropout1d/2d/3d) in training is converted as element-wise ONNX Dropout: in a "
-    "(50, 40, 2, 3) tensor of ones, channels mix 0 and 2 ([0, 2, 0, 2, 2, 2]) where PyTorch zeroes or scales "
-    "whole channels",
-)
 def test_dropout2d_drops_whole_channels():
     (y,) = _sample(lambda x: F.dropout2d(x, 0.5, training=True), torch.ones(50, 40, 2, 3))
     channels = y.reshape(50 * 40, -1)
@@ -183,12 +176,6 @@ def test_dropout2d_drops_whole_channels():
     assert abs((channels[:, 0] == 0).mean() - 0.5) < 0.05
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="alpha_dropout in training is converted as plain ONNX Dropout: on N(0, 1) inputs with p=0.5 the "
-    "output has std 1.41 and dropped values 0, PyTorch keeps std 1.00 and sets dropped values to -0.78",
-)
 def test_alpha_dropout_keeps_mean_and_variance():
     (y,) = _sample(lambda x: F.alpha_dropout(x, 0.5, training=True), torch.randn(N))
     assert abs(y.mean()) < 0.05 and abs(y.std() - 1) < 0.05

@@ -374,3 +374,43 @@ def test_adaptive_max_pool_indices_over_dynamic_axes_is_a_clear_error():
 
     with pytest.raises(ConversionError, match=r"adaptive_max_pool2d.*indices.*static"):
         to_onnx(_AdaptiveMaxWithIndices(), (torch.randn(1, 2, 7, 6),), dynamic_shapes=({2: "h", 3: "w"},))
+
+
+class _DropoutInPlace(torch.nn.Module):
+    def __init__(self, p, train, fn=torch.nn.functional.dropout):
+        super().__init__()
+        self.p, self.train_, self.fn = p, train, fn
+
+    def forward(self, x):
+        y = x * 3
+        self.fn(y, self.p, training=self.train_, inplace=True)  # aten::dropout_ and its feature/alpha forms
+        return y + 1, x + 0
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        torch.nn.functional.dropout,
+        torch.nn.functional.dropout2d,
+        torch.nn.functional.alpha_dropout,
+        torch.nn.functional.feature_alpha_dropout,
+    ],
+    ids=["dropout_", "feature_dropout_", "alpha_dropout_", "feature_alpha_dropout_"],
+)
+def test_dropout_in_place(fn):
+    """aten::dropout_ had no converter; eval mode writes nothing, p=1 in training zeroes y (NaN stays NaN)."""
+    x = torch.randn(2, 3, 4, 5)
+    check_model(_DropoutInPlace(0.5, False, fn), (x,))
+    x[0, 0, 0, 0] = float("nan")
+    check_model(_DropoutInPlace(1.0, True, fn), (x,))
+
+
+def test_dropout_in_place_in_training_scales_what_it_keeps():
+    import numpy as np
+
+    from experimental.torch_interpreter import InferenceSession, to_onnx
+
+    onx = to_onnx(_DropoutInPlace(0.25, True), (torch.ones(4000),))
+    y, x = InferenceSession(onx).run(None, {"x": torch.ones(4000)})
+    np.testing.assert_allclose(y[y != 1], 3 / 0.75 + 1, rtol=1e-6)
+    assert abs((y == 1).mean() - 0.25) < 0.03

@@ -1,13 +1,11 @@
-"""Nodes that carry no computation before decomposition: asserts, aliases, copies, casts, dropout."""
+"""Nodes that carry no computation before decomposition: asserts, aliases, copies, casts (dropout: random.py)."""
 
 from __future__ import annotations
 
-import numpy as np
 import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import FLOAT
 
 
 @register(
@@ -52,20 +50,3 @@ def aten_to(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
 @register("aten::to.other")
 def aten_to_other(ctx: NodeContext, self: ir.Value, other: ir.Value, *args, **kwargs) -> ir.Value:
     return ctx.cast(self, ctx.out_dtype)
-
-
-@register(
-    "aten::dropout.default",
-    "aten::feature_dropout.default",
-    "aten::alpha_dropout.default",
-    "aten::feature_alpha_dropout.default",
-)
-def aten_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool) -> ir.Value:
-    """dropout(Tensor input, float p, bool train) -> Tensor: identity in eval, ONNX Dropout in training."""
-    if not train or p == 0:
-        return input
-    if p >= 1:  # every element dropped (ONNX Dropout wants ratio < 1)
-        zero = ir.tensor(np.zeros(1, dtype=input.dtype.numpy()), dtype=input.dtype)
-        return ctx.op("ConstantOfShape", ctx.op("Shape", input), value=zero)
-    ratio = ctx.const(float(p), input.dtype if input.dtype != ir.DataType.DOUBLE else FLOAT)
-    return ctx.op("Dropout", input, ratio, ctx.const(True, ir.DataType.BOOL))

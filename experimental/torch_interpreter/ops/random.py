@@ -258,3 +258,58 @@ def aten_multinomial(
     if rank == 1:
         out = ctx.op("Squeeze", out, ctx.const([0], INT64))
     return ctx.cast(out, ctx.out_dtype)
+
+
+# -- dropout --------------------------------------------------------------------------------------------------
+#: SELU's scale * alpha, the value alpha_dropout gives a dropped element before its affine correction
+_SELU_ALPHA = 1.7580993408473766
+
+
+def _dropout(ctx: NodeContext, x: ir.Value, p: float, train: bool, feature: bool, alpha: bool) -> ir.Value:
+    """PyTorch's ``_dropout_impl``: a Bernoulli(1 - p) mask (one per channel for the feature forms, of shape
+    ``(N, C, 1, ...)``), kept values scaled by ``1 / (1 - p)``; the alpha forms map kept values to
+    ``a * x + alpha * a * p`` and dropped ones to ``alpha * a * (p - 1)`` (mean and variance kept)."""
+    if not train or p == 0:
+        return x
+    dtype = x.dtype
+    if p >= 1:  # input * 0, as PyTorch: NaN and inf give NaN
+        return ctx.op("Mul", x, ctx.const(0, dtype))
+    c = _draw_dtype(dtype)
+    like = x
+    rank = ctx.rank(x)
+    if feature and rank > 2:  # one draw per (sample, channel)
+        axes = list(range(2, rank))
+        zeros = ctx.const([0] * len(axes), INT64)
+        like = ctx.op("Slice", x, zeros, ctx.const([1] * len(axes), INT64), ctx.const(axes, INT64))
+    keep = ctx.op("Less", _uniform(ctx, like, c), ctx.const(1.0 - p, c))
+    if not alpha:
+        noise = ctx.op("Where", keep, ctx.const(1.0 / (1.0 - p), c), ctx.const(0.0, c))
+        return ctx.cast(ctx.op("Mul", ctx.cast(x, c), noise), dtype)
+    a = 1.0 / math.sqrt((_SELU_ALPHA**2 * p + 1) * (1 - p))
+    noise = ctx.op("Where", keep, ctx.const(a, c), ctx.const(0.0, c))
+    shift = ctx.op("Where", keep, ctx.const(_SELU_ALPHA * a * p, c), ctx.const(_SELU_ALPHA * a * (p - 1), c))
+    return ctx.cast(ctx.op("Add", ctx.op("Mul", ctx.cast(x, c), noise), shift), dtype)
+
+
+@register("aten::dropout.default", "aten::dropout_.default")
+def aten_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool) -> ir.Value:
+    """dropout(Tensor input, float p, bool train) -> Tensor: the input in eval mode (``dropout_``: in place)."""
+    return _dropout(ctx, input, p, train, feature=False, alpha=False)
+
+
+@register("aten::feature_dropout.default", "aten::feature_dropout_.default")
+def aten_feature_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool) -> ir.Value:
+    """feature_dropout(Tensor input, float p, bool train) -> Tensor: whole channels dropped (dropout1d/2d/3d)."""
+    return _dropout(ctx, input, p, train, feature=True, alpha=False)
+
+
+@register("aten::alpha_dropout.default", "aten::alpha_dropout_.default")
+def aten_alpha_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool) -> ir.Value:
+    """alpha_dropout(Tensor input, float p, bool train) -> Tensor: dropout that keeps SELU's mean and variance."""
+    return _dropout(ctx, input, p, train, feature=False, alpha=True)
+
+
+@register("aten::feature_alpha_dropout.default", "aten::feature_alpha_dropout_.default")
+def aten_feature_alpha_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool) -> ir.Value:
+    """feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor: alpha dropout of whole channels."""
+    return _dropout(ctx, input, p, train, feature=True, alpha=True)
