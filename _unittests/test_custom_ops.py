@@ -481,3 +481,30 @@ def test_custom_op_and_function_in_while_loop():
         custom_ops="python_op",
     )
     assert "Loop" in op_types(onx)
+
+
+@torch.library.custom_op("a2o_test::weighted_sum", mutates_args=())
+def weighted_sum(xs: list[torch.Tensor], weights: list[float], bias: torch.Tensor) -> torch.Tensor:
+    """A list of tensors among the arguments."""
+    return sum(torch.from_numpy(x.numpy() * w) for x, w in zip(xs, weights)) + bias
+
+
+@weighted_sum.register_fake
+def _(xs, weights, bias):
+    return torch.empty_like(xs[0])
+
+
+def test_tensor_list_argument():
+    def fn(x, y, b):
+        return weighted_sum([x, y.sin(), x * y], [0.5, 2.0, -1.0], b)
+
+    onx = check_model(
+        Fn(fn),
+        (torch.randn(2, 3), torch.randn(2, 3), torch.randn(3)),
+        dynamic_shapes=({0: "batch"}, {0: "batch"}, None),
+        more_inputs=[((torch.randn(5, 3), torch.randn(5, 3), torch.randn(3)), None)],
+        custom_ops="python_op",
+    )
+    attrs = _attrs(_python_ops(onx)[0])
+    assert attrs["input_convention"] == "dddcd" and attrs["input_float_tuple_positions"] == [3]
+    assert json.loads(attrs["comment"])["tensor_lists"] == {"0": 3}

@@ -132,6 +132,7 @@ class _PythonCall:
     output_types: list[int]
     cls: type | None = None
     op: torch._ops.OpOverload | None = None
+    lists: dict[int, int] = field(default_factory=dict)
 
     def arguments(self, tensors: Sequence[torch.Tensor]) -> list[Any]:
         it = iter(tensors)
@@ -139,7 +140,7 @@ class _PythonCall:
 
     def __call__(self, tensors: Sequence[torch.Tensor]) -> Any:
         if self.op is not None:
-            args, kwargs = custom_ops.call_arguments(self.op, self.convention, self.constants, tensors)
+            args, kwargs = custom_ops.call_arguments(self.op, self.convention, self.constants, tensors, self.lists)
             return self.op(*args, **kwargs)
         return self.cls.apply(*self.arguments(tensors))  # type: ignore[union-attr]
 
@@ -156,7 +157,8 @@ def python_call(node: onnx.NodeProto) -> _PythonCall:
         pointer, floats = custom_ops.object_table(attrs.get("comment", ""))
         constants = decode_constants(attrs, pointer)
         constants.update(floats)  # full precision, the attributes are float32
-        return _PythonCall(node, name, convention, constants, types, op=op)
+        lists = custom_ops.tensor_lists(attrs.get("comment", ""))
+        return _PythonCall(node, name, convention, constants, types, op=op, lists=lists)
     cls = resolve_function(name)
     return _PythonCall(node, name, convention, decode_constants(attrs, table.pointer), types, cls=cls)
 

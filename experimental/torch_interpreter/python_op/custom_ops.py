@@ -12,7 +12,8 @@ The node keeps onnxruntime's ``PythonOp`` schema. What that schema cannot hold g
 attribute, a JSON object: ``custom_op`` (the qualified name), ``module`` (the Python module that defined it,
 when known), ``objects`` (the constants that are no numbers: None, strings, dtypes, devices...; the node's
 ``input_pointer_scalars`` are indices into this list instead of object ids, so the model runs in any
-process) and ``floats`` (float constants at full precision, the float attributes being float32).
+process), ``floats`` (float constants at full precision, the float attributes being float32) and
+``tensor_lists`` (``Tensor[]`` arguments: one ``d`` per tensor in ``input_convention``, regrouped at run time).
 """
 
 from __future__ import annotations
@@ -205,6 +206,8 @@ class CustomOpCall:
     module: str | None
     training_mode: int = 0
     objects: list[Any] = field(default_factory=list)
+    #: schema argument index -> number of tensors, for ``Tensor[]`` arguments (one ``d`` per tensor)
+    lists: dict[int, int] = field(default_factory=dict)
 
     def pointer_id(self, value: Any) -> int:
         """Index of a non-number constant in :attr:`objects` (what ``input_pointer_scalars`` holds)."""
@@ -224,6 +227,7 @@ class CustomOpCall:
                 "module": self.module,
                 "objects": [_encode(o) for o in self.objects],
                 "floats": {k: list(v) if isinstance(v, (tuple, list)) else v for k, v in floats.items()},
+                **({"tensor_lists": {str(k): n for k, n in self.lists.items()}} if self.lists else {}),
             },
             sort_keys=True,
         )
@@ -300,6 +304,7 @@ def custom_call(
     graph value), and the tensor arguments in order. ``where`` names the node in errors."""
     key = target_key(op)
     convention, constants, tensors = "", [], []
+    lists: dict[int, int] = {}
     arguments = op._schema.arguments
     written = [a.name for a in arguments if a.alias_info is not None and a.alias_info.is_write]
     if written:
@@ -327,6 +332,14 @@ def custom_call(
                 f"{where}: argument {arg.name!r} ({arg.type}) of {key} is a dynamic value: PythonOp constants are "
                 f"fixed at export; pass it as a tensor argument of the op, or {hint}"
             )
+        if arg.type.isSubtypeOf(torch._C.ListType.ofTensors()) and isinstance(value, (list, tuple)):
+            if not all(is_tensor(v) for v in value):
+                raise ConversionError(f"{where}: argument {arg.name!r} of {key} is a Tensor[] holding {value!r}")
+            lists[i] = len(value)  # one input per tensor, regrouped at run time
+            convention += "d" * len(value)
+            constants.extend([None] * len(value))
+            tensors.extend(value)
+            continue
         if isinstance(value, (list, tuple)) and any(is_tensor(v) for v in value):
             raise ConversionError(
                 f"{where}: argument {arg.name!r} ({arg.type}) of {key} is a list holding tensors or dynamic sizes: "
@@ -351,6 +364,7 @@ def custom_call(
         arguments=tuple(constants),
         requires_grads=(0,) * len(convention),
         module=defining_module(op),
+        lists=lists,
     )
     return call, tensors
 
@@ -414,22 +428,44 @@ def object_table(comment: str) -> tuple[Callable[[int], Any], dict[int, Any]]:
     return pointer, floats
 
 
+def tensor_lists(comment: str) -> dict[int, int]:
+    """From the ``comment`` attribute: the ``Tensor[]`` arguments (schema index -> number of tensors)."""
+    return {int(k): int(n) for k, n in _metadata(comment).get("tensor_lists", {}).items()}
+
+
 def call_arguments(
-    op: torch._ops.OpOverload, convention: str, constants: Mapping[int, Any], tensors: Sequence[torch.Tensor]
+    op: torch._ops.OpOverload,
+    convention: str,
+    constants: Mapping[int, Any],
+    tensors: Sequence[torch.Tensor],
+    lists: Mapping[int, int] | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
-    """Positional and keyword arguments of ``op`` with ``tensors`` in the ``d`` positions; arguments left to their
-    default at export are not passed."""
+    """Positional and keyword arguments of ``op`` with ``tensors`` in the ``d`` positions (``lists``: the
+    ``Tensor[]`` arguments by schema index, with their number of tensors); arguments left to their default at
+    export are not passed.
+
+    >>> call_arguments(torch.ops.aten.add.Tensor, "dcc", {1: 2.0, 2: DEFAULT_ARGUMENT}, [torch.tensor(1.0)])
+    ([tensor(1.), 2.0], {})
+    """
+    lists = lists or {}
     arguments = op._schema.arguments
-    if len(arguments) != len(convention):
+    expected = len(arguments) + sum(n - 1 for n in lists.values())
+    if expected != len(convention):
         raise ValueError(
-            f"{op} takes {len(arguments)} arguments, the PythonOp node has {len(convention)} (convention "
-            f"{convention!r}): the op's schema changed since the export"
+            f"{op} takes {len(arguments)} arguments ({expected} node inputs and constants), the PythonOp node has "
+            f"{len(convention)} (convention {convention!r}): the op's schema changed since the export"
         )
     it = iter(tensors)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
-    for i, (arg, c) in enumerate(zip(arguments, convention)):
-        value = next(it) if c == "d" else constants[i]
+    position = 0
+    for i, arg in enumerate(arguments):
+        if i in lists:
+            value: Any = [next(it) for _ in range(lists[i])]
+            position += lists[i]
+        else:
+            value = next(it) if convention[position] == "d" else constants[position]
+            position += 1
         if value is DEFAULT_ARGUMENT:
             continue
         if arg.kwarg_only or kwargs or len(args) != i:
