@@ -216,6 +216,51 @@ def test_control_flow_reports_the_cond_node():
     assert find_discrepancies(Branch(), (x,)).first is None
 
 
+class SoftplusScan(torch.nn.Module):
+    def forward(self, x):
+        from torch._higher_order_ops.scan import scan
+
+        def combine_fn(carry, xi):
+            carry = carry + torch.nn.functional.softplus(xi, beta=2.0)
+            return carry, carry.clone()
+
+        final, steps = scan(combine_fn, torch.zeros_like(x[0]), x)
+        return steps * 2
+
+
+def test_loop_body_reports_the_scan_node():
+    x = torch.randn(5, 3)
+    report = find_discrepancies(SoftplusScan(), (x,), registry=SOFTPLUS)
+    assert report.first is not None and report.first.target == "higher_order::scan", report
+    assert find_discrepancies(SoftplusScan(), (x,)).first is None
+
+
+class ScaledClamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, alpha):
+        return torch.clamp(x * alpha, -1.0, 1.0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class WithFunction(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.nn.functional.softplus(ScaledClamp.apply(self.lin(x), 2.0), beta=2.0)
+
+
+def test_python_op_model():
+    x = torch.randn(3, 4)
+    report = find_discrepancies(WithFunction(), (x,), registry=SOFTPLUS)
+    assert "aten2onnx::python_op.default" in [r.target for r in report.rows]
+    assert report.first.fx_node == "softplus" and report.share == 1.0
+
+
 def test_exported_program_and_given_model(net):
     model, args = net
     ep = torch.export.export(model, args)
