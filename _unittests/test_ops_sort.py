@@ -147,31 +147,16 @@ def test_unique(fn, x):
         pytest.param(
             lambda b, v: torch.searchsorted(b, v),
             (BOUNDARIES, torch.tensor([NAN, 0.5, float("inf")])),
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="searchsorted of a NaN value: ONNX gives 0, PyTorch 4 = len(boundaries) (NaN sorts last)",
-            ),
             id="searchsorted_nan_value",
         ),
         pytest.param(
             lambda b, v: torch.bucketize(v, b),
             (BOUNDARIES, torch.tensor([NAN, 0.5])),
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="bucketize of a NaN value: ONNX gives 0, PyTorch 4 = len(boundaries)",
-            ),
             id="bucketize_nan_value",
         ),
         pytest.param(
             lambda b, v: torch.searchsorted(b, v),
             (torch.tensor([-1.0, 0.0, NAN]), torch.tensor([0.5, -2.0])),
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="a NaN boundary (NaN sorts last): for 0.5 in [-1, 0, nan] ONNX gives 2, PyTorch 3",
-            ),
             id="searchsorted_nan_boundary",
         ),
     ],

@@ -414,3 +414,20 @@ def test_dropout_in_place_in_training_scales_what_it_keeps():
     y, x = InferenceSession(onx).run(None, {"x": torch.ones(4000)})
     np.testing.assert_allclose(y[y != 1], 3 / 0.75 + 1, rtol=1e-6)
     assert abs((y == 1).mean() - 0.25) < 0.03
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_follows_pytorch_binary_search_with_nan(right):
+    """NaN sorts last in PyTorch: a NaN value gave 0 (PyTorch len(boundaries)); with NaN boundaries the
+    answer is where PyTorch's binary search stops (5 for 0.5 in [0, 1, nan, nan, nan]), not a count."""
+    nan = float("nan")
+    b = torch.tensor([[0.0, 1.0, nan, nan, nan], [-1.0, 0.0, 0.0, 2.0, nan]])
+    v = torch.tensor([[0.5, nan, -3.0, 1.0], [0.0, 2.0, 5.0, nan]])
+    check_model(Fn(lambda b, v: torch.searchsorted(b, v, right=right)), (b, v))
+    check_model(Fn(lambda b, v: torch.bucketize(v, b[0], right=right)), (b, v))
+    check_model(
+        Fn(lambda b, v: torch.searchsorted(b, v, right=right)),
+        (b[1:, :4], v[1:]),
+        dynamic_shapes=({1: "m"}, {1: "k"}),  # a dynamic length: the count, the same without NaN boundaries
+        more_inputs=[((torch.tensor([[-2.0, 0.0, 0.0, 1.0, 3.0, 3.0]]), torch.tensor([[0.0, 3.0, nan]])), None)],
+    )

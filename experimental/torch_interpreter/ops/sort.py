@@ -353,15 +353,40 @@ def _empty(ctx: NodeContext) -> ir.Value | None:
     return filled(ctx, ctx.const(shape, INT64), ctx.out_dtype)
 
 
-def _count_below(ctx: NodeContext, boundaries: ir.Value, values: ir.Value, right: bool, rows: bool) -> ir.Value:
-    """For each value, the number of boundaries ``<`` it (``<=`` with ``right``); ``rows``: one row of
-    boundaries per row of values (their last axes)."""
+def _count_below(
+    ctx: NodeContext, boundaries: ir.Value, values: ir.Value, right: bool, rows: bool, length: Any = None
+) -> ir.Value:
+    """For each value, PyTorch's binary search over the boundaries: the first position whose boundary is not
+    ``<`` it (``<=`` with ``right``), comparisons written ``not (b >= v)`` as PyTorch, so that a NaN value
+    goes last and a NaN boundary counts as below. ``rows``: one row of boundaries per row of values (their
+    last axes). ``length`` (the number of boundaries) static: the search itself, unrolled; dynamic: the count
+    of boundaries below each value (the same on sorted boundaries without NaN)."""
     b = boundaries
-    v = ctx.op("Unsqueeze", ctx.cast(values, b.dtype), ctx.const([-1], INT64))  # [..., K, 1]
+    v = ctx.cast(values, b.dtype)
+    if isinstance(length, int) and b.dtype in FLOAT_TYPES:
+        return _binary_search(ctx, b, v, right, rows, length)
+    v = ctx.op("Unsqueeze", v, ctx.const([-1], INT64))  # [..., K, 1]
     if rows:
         b = ctx.op("Unsqueeze", b, ctx.const([-2], INT64))  # [..., 1, M]
-    below = ctx.op("LessOrEqual" if right else "Less", b, v)
+    below = ctx.op("Not", ctx.op("Greater" if right else "GreaterOrEqual", b, v))
     return ctx.op("ReduceSum", ctx.cast(below, INT64), ctx.const([-1], INT64), keepdims=0)
+
+
+def _binary_search(ctx: NodeContext, b: ir.Value, v: ir.Value, right: bool, rows: bool, length: int) -> ir.Value:
+    """PyTorch's ``cus_lower_bound``/``cus_upper_bound`` step by step (``length.bit_length()`` steps): the
+    same answer as PyTorch also where NaN boundaries make the predicate non monotonic."""
+    start = ctx.op("ConstantOfShape", ctx.op("Shape", v), value=ir.tensor([0], dtype=INT64))
+    end = ctx.op("Add", start, ctx.const(length, INT64))
+    one, two, last = ctx.const(1, INT64), ctx.const(2, INT64), ctx.const(max(length - 1, 0), INT64)
+    for _ in range(length.bit_length()):
+        mid = ctx.op("Add", start, ctx.op("Div", ctx.op("Sub", end, start), two))
+        at = ctx.op("Min", mid, last)
+        found = ctx.op("GatherElements", b, at, axis=-1) if rows else ctx.op("Gather", b, at, axis=0)
+        after = ctx.op("Not", ctx.op("Greater" if right else "GreaterOrEqual", found, v))
+        active = ctx.op("Less", start, end)
+        start = ctx.op("Where", ctx.op("And", active, after), ctx.op("Add", mid, one), start)
+        end = ctx.op("Where", ctx.op("And", active, ctx.op("Not", after)), mid, end)
+    return start
 
 
 @register("aten::searchsorted.Tensor", "aten::searchsorted.Scalar")
@@ -385,7 +410,9 @@ def aten_searchsorted(
         seq = ctx.op("GatherElements", seq, ctx.cast(sorter, INT64), axis=-1)
     dtype = _compare_dtype(ctx, 0, 1)
     values = ctx.operand(self, dtype)
-    out = _count_below(ctx, ctx.cast(seq, dtype), values, right or side == "right", ctx.rank(sorted_sequence) > 1)
+    length = static_dim(ctx.arg_val(0).shape[-1])
+    rows = ctx.rank(sorted_sequence) > 1
+    out = _count_below(ctx, ctx.cast(seq, dtype), values, right or side == "right", rows, length)
     return ctx.cast(out, ctx.out_dtype)
 
 
@@ -398,7 +425,8 @@ def aten_bucketize(
     if empty is not None:
         return empty
     dtype = _compare_dtype(ctx, 0, 1)
-    out = _count_below(ctx, ctx.cast(boundaries, dtype), ctx.operand(self, dtype), right, False)
+    length = static_dim(ctx.arg_val(1).shape[-1])
+    out = _count_below(ctx, ctx.cast(boundaries, dtype), ctx.operand(self, dtype), right, False, length)
     return ctx.cast(out, ctx.out_dtype)
 
 
