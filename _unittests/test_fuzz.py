@@ -1,0 +1,67 @@
+"""Random small programs (``fuzz_programs.py``) exported and compared with eager PyTorch, drawn by hypothesis.
+
+The run is derandomized (the same programs at every run) and bounded (about a minute); the long run is
+``python benchmarks/fuzz.py --n 10000``. A failure prints the program's source; hypothesis prints how to
+reproduce it. Outcomes that are bugs: a numeric/shape/dtype mismatch, a raw (non-project) exception, a
+project error that is not an unsupported op or option (a converter that crashed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from fuzz_programs import BUGS, HypothesisChooser, RandomChooser, compare, generate, run_program
+from helpers import Fn, check_model
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=list(HealthCheck),
+)
+@given(st.data())
+def test_random_programs(data):
+    prog = generate(HypothesisChooser(data))
+    outcome = run_program(prog)
+    assert outcome.kind not in BUGS, f"{outcome.kind}: {outcome.detail}\n{prog.describe()}"
+
+
+@pytest.mark.parametrize("seed", [9, 528, 1234])
+def test_seeded_programs(seed):
+    """Programs of ``benchmarks/fuzz.py --seed``: 528 is the float32 + float16 product of the issue."""
+    prog = generate(RandomChooser(seed))
+    outcome = run_program(prog)
+    assert outcome.kind not in BUGS, f"{outcome.kind}: {outcome.detail}\n{prog.describe()}"
+
+
+def test_generator_is_deterministic():
+    assert generate(RandomChooser(7)).source == generate(RandomChooser(7)).source
+    assert generate(RandomChooser(7)).source != generate(RandomChooser(8)).source
+
+
+def test_compare_tolerances():
+    e = torch.tensor([1.0, 100.0])
+    assert compare(e, np.array([1.0, 100.001], dtype=np.float32)) is None
+    assert "differ" in compare(e, np.array([1.0, 100.1], dtype=np.float32))
+    # a float32 value computed from float16 has float16's error
+    assert compare(e, np.array([1.0, 100.1], dtype=np.float32), low=torch.float16) is None
+    assert "dtype" in compare(e, np.array([1.0, 100.0]))
+    assert compare(torch.tensor([float("nan")]), np.array([np.nan], dtype=np.float32)) is None
+    assert "differ" in compare(torch.tensor([float("inf")]), np.array([np.nan], dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_sum_accumulates_in_float32(dtype):
+    """PyTorch CPU sums float16/bfloat16 in float32 and rounds once: 4096 x 0.1 is 409.5, a float16
+    accumulator would stop near 256."""
+    x = torch.full((4, 4096), 0.1, dtype=dtype)
+    check_model(Fn(lambda x: x.sum(-1)), (x,), atol=0, rtol=0)
+    check_model(Fn(lambda x: x.mean(-1) * 4096), (x,), atol=0, rtol=0)

@@ -1,0 +1,139 @@
+"""The long run of the program fuzzer (``_unittests/fuzz_programs.py``): ``--n`` random programs from
+``--seed`` on, each exported with ``to_onnx`` and compared with eager PyTorch.
+
+Run: ``python benchmarks/fuzz.py --n 10000 [--seed 0] [--out _doc/fuzz.rst] [--timeout 60]``. Prints one line
+per bug (outcome, seed, detail) and writes the summary page (counts by outcome, outcomes per op template,
+each bug with its seed, the most frequent unsupported ops) to ``--out``. One program:
+``python benchmarks/fuzz.py --n 1 --seed S --show`` prints its source and outcome.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+import os
+import signal
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_unittests"))
+
+from fuzz_programs import BUGS, OUTCOMES, Outcome, RandomChooser, generate, run_program  # noqa: E402
+
+logger = logging.getLogger("fuzz")
+
+
+def _on_alarm(signum, frame):
+    raise TimeoutError("the program ran past --timeout")
+
+
+def run(n: int, seed: int, timeout: int, show: bool = False) -> list[tuple[int, list[str], Outcome]]:
+    """Runs programs ``seed .. seed + n - 1``; returns ``(seed, op templates, outcome)`` per program."""
+    results = []
+    signal.signal(signal.SIGALRM, _on_alarm)
+    begin = time.perf_counter()
+    for s in range(seed, seed + n):
+        prog = generate(RandomChooser(s))
+        signal.alarm(timeout)
+        try:
+            outcome = run_program(prog)
+        except TimeoutError:
+            outcome = Outcome("raw_exception", f"timeout after {timeout}s", "TimeoutError")
+        finally:
+            signal.alarm(0)
+        results.append((s, prog.ops, outcome))
+        if show:
+            print(prog.describe())
+            print(outcome)
+        elif outcome.kind in BUGS:
+            print(f"{outcome.kind} seed={s}: {outcome.detail[:300]}", flush=True)
+        if (s - seed + 1) % 100 == 0:
+            counts = collections.Counter(o.kind for _, _, o in results)
+            logger.warning("%d programs in %.0fs: %s", s - seed + 1, time.perf_counter() - begin, dict(counts))
+    return results
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    for row in [header, *rows]:
+        lines.append(f"   * - {row[0]}")
+        lines.extend(f"     - {cell}" for cell in row[1:])
+    return "\n".join(lines)
+
+
+def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: float) -> str:
+    """The reST page: counts by outcome, outcomes per op template, bugs, most frequent unsupported ops."""
+    counts = collections.Counter(o.kind for _, _, o in results)
+    per_op: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for _, ops, o in results:
+        for op in set(ops):
+            per_op[op][o.kind] += 1
+    kinds = [k for k in OUTCOMES if any(c[k] for c in per_op.values()) or counts[k]]
+    unsupported = collections.Counter(o.detail.split(" failed: ")[-1][:90] for _, _, o in results if o.kind == "unsupported")
+    bugs = [(s, o) for s, _, o in results if o.kind in BUGS]
+    out = [
+        "Program fuzzer",
+        "==============",
+        "",
+        "Random small programs of everyday ops (``_unittests/fuzz_programs.py``: elementwise with broadcasting",
+        "and Python scalars, comparisons, reductions, softmax, matmul, views, cat/split, indexing, scatter, sort,",
+        "casts, in-place ops, convolution, pooling, padding, normalization, activations) on random shapes and",
+        "dtypes (float32, float16, bfloat16, int64, bool, mixed), half of them with dynamic axes checked again on",
+        "grown inputs, exported with ``to_onnx`` and compared with eager PyTorch. ``_unittests/test_fuzz.py`` runs",
+        "80 of them (hypothesis, derandomized) with the tests; this page is the summary of the long run:",
+        "",
+        ".. code-block:: bash",
+        "",
+        f"    python benchmarks/fuzz.py --n {len(results)} --seed {seed}",
+        "",
+        f"{len(results)} programs in {elapsed:.0f} s. Outcomes: ``match`` (onnxruntime equals eager within the",
+        "tolerance of the least precise type the value was computed from), ``unsupported`` (a project error for an",
+        "op or option the converters do not handle), ``export_error`` (``torch.export`` refused the program),",
+        "``export_unsound`` (the grown inputs break a guard of the ExportedProgram, which the ONNX model does not",
+        "check), and the bugs: ``project_error`` (a converter crashed), ``mismatch``, ``raw_exception``.",
+        "",
+        _table(["outcome", "programs"], [[f"``{k}``", str(counts[k])] for k in OUTCOMES if counts[k]]),
+        "",
+        "Outcomes per op template (a program counts once per template it uses):",
+        "",
+        _table(["template", "programs"] + [f"``{k}``" for k in kinds],
+               [[f"``{op}``", str(sum(c.values()))] + [str(c[k]) for k in kinds] for op, c in sorted(per_op.items())]),
+        "",
+    ]
+    out += ["Bugs", "----", ""]
+    if bugs:
+        out += [".. code-block:: text", ""] + [f"    {o.kind} seed={s}: {o.detail[:200]}" for s, o in bugs] + [""]
+    else:
+        out += ["None: no mismatch, no raw exception, no crashed converter.", ""]
+    if unsupported:
+        out += ["Unsupported", "-----------", "", "The most frequent reasons:", "", ".. code-block:: text", ""]
+        out += [f"    {n:5d}  {reason}" for reason, n in unsupported.most_common(10)] + [""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1000, help="number of programs")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first program")
+    parser.add_argument("--timeout", type=int, default=60, help="seconds allowed to one program")
+    parser.add_argument("--out", default=None, help="reST summary to write (e.g. _doc/fuzz.rst)")
+    parser.add_argument("--show", action="store_true", help="print each program and its outcome")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("torch").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+    begin = time.perf_counter()
+    results = run(args.n, args.seed, args.timeout, args.show)
+    elapsed = time.perf_counter() - begin
+    counts = collections.Counter(o.kind for _, _, o in results)
+    print(f"{len(results)} programs in {elapsed:.0f}s: {dict(counts)}")
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(summary(results, args.seed, elapsed))
+    return 1 if any(counts[k] for k in BUGS) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
