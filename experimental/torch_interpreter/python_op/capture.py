@@ -253,16 +253,17 @@ def capture_autograd_functions(
 
     ``to_onnx`` enters it around ``torch.export.export``; use it directly to export an ExportedProgram
     yourself and give it to ``to_onnx`` afterwards. ``training`` sets the nodes' ``training_mode``;
-    ``strict=True`` is needed when the block runs ``torch.export.export(..., strict=True)`` (dynamo), for the
-    classes defined before the block.
+    The kept classes defined before the block are marked for dynamo (``allow_in_graph``) whatever ``strict``
+    says, so that a strict capture run inside the block (``strict=True``, or a retry in strict mode after a
+    non-strict failure) exports them as PythonOp too instead of tracing their forward; ``strict`` is kept
+    for compatibility.
     """
     global _PATCH_COUNT
     resolver = Resolver(policy, training)
-    allowed = None
-    if strict:
-        from torch._dynamo import trace_rules
+    del strict  # kept classes are marked in any case: a strict retry may run inside the block
+    from torch._dynamo import trace_rules
 
-        allowed = trace_rules._allowed_callable_ids
+    allowed = trace_rules._allowed_callable_ids
     added: list[int] = []
     saved = getattr(_LOCAL, "resolver", None)
     with _PATCH_LOCK:
@@ -270,7 +271,7 @@ def capture_autograd_functions(
             torch.autograd.Function.apply = classmethod(_captured_apply)
         _PATCH_COUNT += 1
         # strict capture: dynamo writes kept classes' apply into the graph as a call, run later by our apply
-        for cls in _subclasses(torch.autograd.Function) if allowed is not None else ():
+        for cls in _subclasses(torch.autograd.Function):
             if resolver.resolve(cls)[0] == PYTHON_OP and id(cls) not in allowed:
                 allowed.add(id(cls))
                 added.append(id(cls))
@@ -281,7 +282,7 @@ def capture_autograd_functions(
         _LOCAL.resolver = saved
         with _PATCH_LOCK:
             for ident in added:
-                allowed.remove(ident)  # type: ignore[union-attr]
+                allowed.remove(ident)
             _PATCH_COUNT -= 1
             if _PATCH_COUNT == 0:
                 torch.autograd.Function.apply = _APPLY
