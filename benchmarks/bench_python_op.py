@@ -107,7 +107,7 @@ def main() -> None:
     op = torch.ops.bench.scale.default
     with torch.no_grad():
         rows.append(("direct torch.ops.bench.scale(x)", _median(lambda: op(x, 2.0), n)))
-    custom = InferenceSession(to_onnx(OneCustomOp(), (x,)), sess_options=options)
+    custom = InferenceSession(to_onnx(OneCustomOp(), (x,), custom_ops="python_op"), sess_options=options)
     torch.testing.assert_close(custom.run_torch(None, {feed: x})[0], x * 2.0)
     rows.append(("custom op PythonOp, run_torch", _median(lambda: custom.run_torch(None, {feed: x}), n)))
 
