@@ -172,3 +172,17 @@ def test_zoo_class_model(factory, second):
     torch.manual_seed(0)
     model = factory().eval()
     check_model(model, (), _inputs(2, 7), dynamic_shapes=DYNAMIC, more_inputs=[((), _inputs(*second))], atol=1e-4)
+
+
+def test_aten_grouped_mm_bfloat16():
+    """``torch._grouped_mm`` (bfloat16 experts, what transformers uses when it can): computed in float32."""
+    weight = torch.randn(4, 8, 8).bfloat16()
+
+    class Grouped(torch.nn.Module):
+        def forward(self, x, offs):
+            return torch._grouped_mm(x, weight, offs=offs)
+
+    x, offs = torch.randn(9, 8).bfloat16(), torch.tensor([3, 3, 8, 9], dtype=torch.int32)
+    onx = check_model(Grouped(), (x, offs), dynamic_shapes=({0: "rows"}, None), atol=0.05, rtol=0.02,
+                      more_inputs=[((torch.randn(7, 8).bfloat16(), torch.tensor([1, 5, 5, 7], dtype=torch.int32)), None)])
+    assert op_types(onx).count("MatMul") == 4

@@ -14,7 +14,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import INT64
+from ._common import INT64, kernel_dtype
 
 
 def _grouped_rows_matmul(
@@ -28,6 +28,10 @@ def _grouped_rows_matmul(
             f"{what}: the number of experts (weight.shape[0] = {groups}) must be static; "
             "export with a static expert count"
         )
+    dtype = rows.dtype
+    compute = kernel_dtype("MatMul", dtype)  # bfloat16 experts: float32 on onnxruntime CPU
+    rows, weight = ctx.cast(rows, compute), ctx.cast(weight, compute)
+    bias = None if bias is None else ctx.cast(bias, compute)
     zero = ctx.const([0], INT64)
     axis0 = ctx.const([0], INT64)
     ends = ctx.op("Cast", offs, to=INT64)
@@ -46,7 +50,7 @@ def _grouped_rows_matmul(
     # rows past the last offset (sentinels) are zeros: pad up to S
     missing = ctx.op("Sub", ctx.op("Shape", rows, start=0, end=1), start)
     pads = ctx.op("Concat", zero, zero, missing, zero, axis=0)
-    return ctx.op("Pad", result, pads, ctx.const(0, rows.dtype), mode="constant")
+    return ctx.cast(ctx.op("Pad", result, pads, ctx.const(0, compute), mode="constant"), dtype)
 
 
 @register("transformers::grouped_mm_fallback.default")

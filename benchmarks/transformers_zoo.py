@@ -1,0 +1,427 @@
+"""Architecture sweep: every transformers architecture of a few auto mappings, built from its own config class
+shrunk to a tiny size (random weights), exported by ``to_onnx`` and by ``torch.onnx.export(..., dynamo=True)``
+with dynamic batch and sequence, run with onnxruntime and compared with eager PyTorch on two input sets.
+
+Each (architecture, exporter) runs in a subprocess of its own with a timeout. Outcomes are merged into
+``benchmarks/zoo_results.json`` (so that ``--only`` re-runs a few architectures) and rendered as the docs page
+``_doc/zoo.rst`` with the plot ``_doc/zoo.png``. The docs build does not run this script: both files are
+generated here and committed::
+
+    python benchmarks/transformers_zoo.py --tasks causal-lm --limit 40 --jobs 1
+    python benchmarks/transformers_zoo.py --only "qwen|llama" --jobs 1
+    python benchmarks/transformers_zoo.py --render-only          # the page from the stored results
+
+Statuses: ``ok`` (both input sets match), ``mismatch`` (runs, numbers differ), ``export`` (torch.export or
+the exporter failed), ``ort`` (onnxruntime cannot load or run the model), ``timeout``; architectures that
+cannot be built from their shrunk config or fail eagerly are ``skip`` and count for neither exporter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import inspect
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "zoo_results.json")
+RST = os.path.join(ROOT, "_doc", "zoo.rst")
+PNG = os.path.join(ROOT, "_doc", "zoo.png")
+
+logger = logging.getLogger("transformers_zoo")
+
+#: task -> name of the auto mapping in ``transformers.models.auto.modeling_auto``
+TASKS = {
+    "causal-lm": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
+    "masked-lm": "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
+    "seq2seq": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+    "image-classification": "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES",
+}
+
+#: the generic shrink: set wherever the config class takes the argument
+GENERIC = {
+    # decoder / encoder stacks
+    "num_hidden_layers": 2, "num_layers": 2, "n_layer": 2, "n_layers": 2, "encoder_layers": 2, "decoder_layers": 2,
+    "num_decoder_layers": 2, "hidden_size": 64, "d_model": 64, "n_embd": 64, "dim": 64, "embed_dim": 64,
+    "num_attention_heads": 4, "n_head": 4, "n_heads": 4, "num_heads": 4, "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "d_kv": 16,
+    "intermediate_size": 128, "ffn_dim": 128, "n_inner": 128, "d_ff": 128, "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128, "hidden_dim": 128,
+    "vocab_size": 1000, "max_position_embeddings": 256, "n_positions": 256, "use_cache": False,
+    # mixtures of experts: few small experts
+    "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "moe_num_experts": 4,
+    "num_experts_per_tok": 2, "moe_k": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64,
+    "n_shared_experts": 1,
+    # vision
+    "image_size": 32, "patch_size": 8, "num_channels": 3,
+}
+
+#: where the generic shrink breaks: task:architecture -> config arguments (sub-configs as dicts)
+OVERRIDES: dict[str, dict[str, Any]] = {
+    # multi-head latent attention: the LoRA ranks and rope/nope split must fit the 64-wide model
+    "causal-lm:deepseek_v2": {"kv_lora_rank": 16, "q_lora_rank": None, "qk_rope_head_dim": 8,
+                              "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,
+                              "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1},
+    "causal-lm:deepseek_v3": {"kv_lora_rank": 16, "q_lora_rank": 32, "qk_rope_head_dim": 8,
+                              "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,
+                              "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1},
+    # Mamba-2 hybrids: heads x head_dim = 2 x hidden, a chunk shorter than the second input set
+    "causal-lm:bamba": {"mamba_n_heads": 4, "mamba_d_head": 32, "mamba_d_state": 16, "mamba_chunk_size": 8,
+                        "attn_layer_indices": [1]},
+    "causal-lm:falcon_h1": {"mamba_n_heads": 4, "mamba_d_head": 32, "mamba_d_ssm": 128, "mamba_d_state": 16,
+                            "mamba_chunk_size": 8},
+}
+
+DIM_NAMES = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+             "decoder_input_ids": {0: "batch", 1: "dseq"}, "pixel_values": {0: "batch"}}
+
+
+# -- building -----------------------------------------------------------------------------------------------
+def architectures(tasks: Iterable[str]) -> list[tuple[str, str, str]]:
+    """``(task, model_type, model class name)`` of every entry of the auto mappings of ``tasks``."""
+    from transformers.models.auto import modeling_auto
+
+    out = []
+    for task in tasks:
+        for model_type, cls in getattr(modeling_auto, TASKS[task]).items():
+            out.append((task, model_type, cls if isinstance(cls, str) else cls[0]))
+    return out
+
+
+def shrink(config_class: type, overrides: dict[str, Any] | None = None) -> Any:
+    """An instance of ``config_class`` with the generic tiny sizes wherever it takes them (sub-configs too)."""
+    overrides = dict(overrides or {})
+    params = inspect.signature(config_class.__init__).parameters
+    kwargs = {k: v for k, v in GENERIC.items() if k in params}
+    for name, sub in (getattr(config_class, "sub_configs", None) or {}).items():
+        if name in params and isinstance(sub, type):
+            kwargs[name] = shrink(sub, overrides.pop(name, None)).to_dict()
+    kwargs.update(overrides)
+    return config_class(**kwargs)
+
+
+def build(task: str, model_type: str, class_name: str) -> Any:
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    config = shrink(type(CONFIG_MAPPING[model_type]()), OVERRIDES.get(f"{task}:{model_type}"))
+    model = getattr(transformers, class_name)(config).eval()
+    _break_ties(model)
+    return model
+
+
+def _break_ties(model: Any) -> None:
+    """Random values for the matrices initialized to a constant (MoE routers start at zero): equal router
+    scores make ``topk`` pick among ties, an order no exporter is bound to reproduce."""
+    import torch
+
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2 and param.numel() > 1 and param.is_floating_point() and bool((param == param.flatten()[0]).all()):
+                param.copy_(torch.randn(param.shape, generator=gen) * 0.02)
+
+
+def inputs(task: str, model: Any, batch: int, seq: int) -> dict[str, Any]:
+    import torch
+
+    gen = torch.Generator().manual_seed(batch * 100 + seq)
+    if task == "image-classification":
+        cfg = getattr(model.config, "vision_config", model.config)
+        size = getattr(cfg, "image_size", 32)
+        size = size if isinstance(size, int) else size[0]
+        return {"pixel_values": torch.randn(batch, getattr(cfg, "num_channels", 3), size, size, generator=gen)}
+    vocab = min(getattr(model.config.get_text_config(), "vocab_size", 1000) or 1000, 1000)
+    feeds = {"input_ids": torch.randint(3, vocab, (batch, seq), generator=gen),
+             "attention_mask": torch.ones(batch, seq, dtype=torch.int64)}
+    feeds["attention_mask"][0, : seq // 3] = 0  # left padding on the first row
+    if task == "seq2seq":
+        feeds["decoder_input_ids"] = torch.randint(3, vocab, (batch, seq - 2), generator=gen)
+    return feeds
+
+
+# -- one (architecture, exporter), in a subprocess ---------------------------------------------------------------
+def _first_line(e: BaseException) -> str:
+    """The first line of the innermost cause (the exporters wrap the error that tells what failed)."""
+    root = e
+    while root.__cause__ is not None and root.__cause__ is not root:
+        root = root.__cause__
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(root)).strip()
+    line = next((t for t in text.splitlines() if t.strip()), "")
+    name = type(root).__name__ if root is e else f"{type(e).__name__} <- {type(root).__name__}"
+    return f"{name}: {line}"[:300]
+
+
+def _attended(feeds: dict[str, Any], values: Any) -> Any:
+    """The logits of attended tokens: outputs at left-padding positions are not defined (fully masked rows)."""
+    mask = feeds.get("attention_mask")
+    if mask is None or "decoder_input_ids" in feeds or tuple(values.shape[:2]) != tuple(mask.shape):
+        return values
+    return values[mask.numpy().astype(bool)]
+
+
+def _logits(out: Any) -> Any:
+    if hasattr(out, "logits"):
+        return out.logits
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def run_one(task: str, model_type: str, class_name: str, exporter: str) -> dict[str, Any]:
+    """Builds, runs eagerly, exports with ``exporter`` (``to_onnx`` or ``dynamo``) and compares."""
+    import numpy as np
+    import onnxruntime
+    import torch
+
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    row: dict[str, Any] = {"task": task, "arch": model_type, "class": class_name, "exporter": exporter}
+    try:
+        model = build(task, model_type, class_name)
+        sets = [inputs(task, model, 2, 8), inputs(task, model, 3, 13)]
+        with torch.no_grad():
+            expected = [_logits(model(**s)).detach().float().numpy() for s in sets]
+    except Exception as e:  # the architecture itself: not counted for either exporter
+        return {**row, "status": "skip", "error": _first_line(e)}
+    dims = {k: DIM_NAMES[k] for k in sets[0]}
+    begin = time.perf_counter()
+    try:
+        if exporter == "to_onnx":
+            from experimental.torch_interpreter import to_onnx
+
+            onx = to_onnx(model, (), dict(sets[0]), dynamic_shapes=dims)
+        else:
+            program = torch.onnx.export(model, (), kwargs=dict(sets[0]), dynamic_shapes=dims, dynamo=True,
+                                        verbose=False)
+            onx = program.model_proto
+    except Exception as e:
+        return {**row, "status": "export", "error": _first_line(e), "time": time.perf_counter() - begin}
+    row["time"] = time.perf_counter() - begin
+    row["nodes"] = len(onx.graph.node)
+    try:
+        sess = onnxruntime.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+        names = [i.name for i in sess.get_inputs()]
+        outputs = [o.name for o in sess.get_outputs()]
+        index = outputs.index("logits") if "logits" in outputs else 0
+        diffs = []
+        for feeds, exp in zip(sets, expected):
+            got = sess.run(None, {n: feeds[n].numpy() for n in names if n in feeds})[index]
+            if got.shape != exp.shape:
+                return {**row, "status": "mismatch", "error": f"shape {got.shape} != {exp.shape}"}
+            diffs.append(float(np.abs(_attended(feeds, got).astype(np.float64) - _attended(feeds, exp)).max()))
+    except Exception as e:
+        return {**row, "status": "ort", "error": _first_line(e)}
+    row["max_diff"] = max(diffs)
+    ok = all(d <= 1e-3 for d in diffs)  # float32, random weights, two layers
+    return {**row, "status": "ok" if ok else "mismatch", "error": "" if ok else f"max abs diff {max(diffs):.3g}"}
+
+
+def _subprocess(task: str, arch: str, cls: str, exporter: str, timeout: float) -> dict[str, Any]:
+    cmd = [sys.executable, os.path.abspath(__file__), "--one", f"{task}:{arch}:{cls}:{exporter}"]
+    begin = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"task": task, "arch": arch, "class": cls, "exporter": exporter, "status": "timeout",
+                "error": f"more than {timeout:.0f}s", "time": time.perf_counter() - begin}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("ZOO_RESULT "):
+            return json.loads(line[len("ZOO_RESULT "):])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"task": task, "arch": arch, "class": cls, "exporter": exporter, "status": "crash",
+            "error": f"exit {proc.returncode}: {tail[:300]}"}
+
+
+# -- results and page --------------------------------------------------------------------------------------------
+def load_results(path: str = RESULTS) -> dict[str, Any]:
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    return {"rows": {}}
+
+
+def save_results(results: dict[str, Any], path: str = RESULTS) -> None:
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1, sort_keys=True)
+
+
+def _cell(text: Any) -> str:
+    text = str(text if text is not None else "").replace("\n", " ").replace("|", "/")
+    text = re.sub(r"([`*_\\])", r"\\\1", text)
+    return text[:160]
+
+
+def _counts(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for r in rows:
+        counts.setdefault(r["exporter"], {}).setdefault(r["status"], 0)
+        counts[r["exporter"]][r["status"]] += 1
+    return counts
+
+
+def render(results: dict[str, Any], rst: str = RST, png: str | None = PNG) -> str:
+    """Writes the docs page (and the plot) from the stored results; returns the summary text."""
+    rows = list(results["rows"].values())
+    archs = sorted({(r["task"], r["arch"]) for r in rows})
+    by = {(r["task"], r["arch"], r["exporter"]): r for r in rows}
+    built = [a for a in archs if all(by.get((*a, e), {}).get("status") != "skip" for e in ("to_onnx", "dynamo"))]
+    counted = [r for r in rows if (r["task"], r["arch"]) in built]
+    counts = _counts(counted)
+    summary = []
+    for exporter in ("to_onnx", "dynamo"):
+        c = counts.get(exporter, {})
+        total = sum(c.values())
+        summary.append(f"{exporter}: {c.get('ok', 0)} ok / {total} built and run eagerly "
+                       f"({', '.join(f'{k} {v}' for k, v in sorted(c.items()) if k != 'ok') or 'no failure'})")
+    lines = [
+        ".. generated by benchmarks/transformers_zoo.py, do not edit",
+        "",
+        "Transformers architecture sweep",
+        "===============================",
+        "",
+        "Every architecture of transformers' auto mappings swept so far, built from its own config class shrunk",
+        "to a tiny size (2 layers, hidden 64, 4 heads, vocabulary 1000, 4 experts, random weights; a short override",
+        "table in the script where that breaks), exported with dynamic batch and sequence by "
+        ":func:`~experimental.torch_interpreter.to_onnx` and by ``torch.onnx.export(..., dynamo=True)``, and",
+        "compared with eager PyTorch on two input sets (batch 2 x 8 tokens, batch 3 x 13 tokens; images: batch 2",
+        "and 3), ``use_cache=False``. ``ok`` means both sets match within 1e-3 (logits of attended tokens: the first",
+        "row is left-padded, and outputs at padding positions are not defined). Generated by::",
+        "",
+        f"    {results.get('command', 'python benchmarks/transformers_zoo.py')}",
+        "",
+        f"transformers {results.get('transformers', '?')}, torch {results.get('torch', '?')}, "
+        f"onnxruntime {results.get('onnxruntime', '?')}, {results.get('date', '?')}. "
+        f"{len(archs)} architectures tried, {len(built)} build and run eagerly:",
+        "",
+        *[f"* {s}" for s in summary],
+        "",
+        f"Architectures that do not build from the shrunk config or fail eagerly ({len(archs) - len(built)}) are",
+        "listed with ``skip``. Times are export + translation, in seconds, on a shared 2-core machine.",
+        "",
+    ]
+    if png:
+        lines += [".. image:: zoo.png", "   :width: 600", ""]
+    lines += [
+        ".. list-table::",
+        "   :header-rows: 1",
+        "   :widths: 10 14 8 6 6 30 8 6 6 30",
+        "",
+        "   * - task", "     - architecture",
+        "     - to_onnx", "     - nodes", "     - time", "     - first error line",
+        "     - dynamo", "     - nodes", "     - time", "     - first error line",
+    ]
+    for task, arch in archs:
+        lines.append(f"   * - {task}")
+        lines.append(f"     - {_cell(arch)}")
+        for exporter in ("to_onnx", "dynamo"):
+            r = by.get((task, arch, exporter), {})
+            t = r.get("time")
+            lines += [f"     - {r.get('status', 'not run')}", f"     - {r.get('nodes', '')}",
+                      f"     - {t:.1f}" if isinstance(t, float) else "     - ", f"     - {_cell(r.get('error', ''))}"]
+    lines.append("")
+    with open(rst, "w") as f:
+        f.write("\n".join(lines))
+    if png:
+        _plot(counts, counted, png)
+    return "\n".join(summary)
+
+
+def _plot(counts: dict[str, dict[str, int]], rows: list[dict[str, Any]], png: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    statuses = ["ok", "mismatch", "export", "ort", "timeout", "crash"]
+    colors = ["tab:green", "tab:orange", "tab:red", "tab:purple", "tab:gray", "black"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    exporters = ["to_onnx", "dynamo"]
+    left = [0, 0]
+    for status, color in zip(statuses, colors):
+        values = [counts.get(e, {}).get(status, 0) for e in exporters]
+        ax1.barh(exporters, values, left=left, color=color, label=status)
+        left = [a + b for a, b in zip(left, values)]
+    ax1.set_xlabel("architectures (built and run eagerly)")
+    ax1.legend(fontsize=8, loc="lower right")
+    ax1.set_title("outcome per exporter")
+    for exporter, marker in zip(exporters, ["o", "x"]):
+        pts = [(r["nodes"], r["time"]) for r in rows if r["exporter"] == exporter and r.get("status") == "ok"]
+        if pts:
+            ax2.scatter(*zip(*pts), marker=marker, label=exporter)
+    ax2.set_xlabel("ONNX nodes")
+    ax2.set_ylabel("export time (s)")
+    ax2.set_title("models that match")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png, dpi=80)
+    plt.close(fig)
+
+
+# -- main --------------------------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated among " + ", ".join(TASKS))
+    parser.add_argument("--only", default=None, help="regular expression on 'task:architecture'")
+    parser.add_argument("--limit", type=int, default=0, help="at most this many architectures (0: all)")
+    parser.add_argument("--jobs", type=int, default=1, help="architectures run at the same time")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per architecture and exporter")
+    parser.add_argument("--exporters", default="to_onnx,dynamo")
+    parser.add_argument("--render-only", action="store_true", help="write the page from the stored results")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:  # child process: one architecture, one exporter
+        sys.path.insert(0, ROOT)
+        task, arch, cls, exporter = args.one.split(":")
+        try:
+            row = run_one(task, arch, cls, exporter)
+        except Exception as e:  # a bug of this script: still one line of result
+            row = {"task": task, "arch": arch, "class": cls, "exporter": exporter, "status": "crash",
+                   "error": _first_line(e), "trace": traceback.format_exc()[-2000:]}
+        print("ZOO_RESULT " + json.dumps(row), flush=True)
+        return 0
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    results = load_results()
+    if not args.render_only:
+        import onnxruntime
+        import torch
+        import transformers
+
+        todo = architectures([t for t in args.tasks.split(",") if t])
+        if args.only:
+            todo = [a for a in todo if re.search(args.only, f"{a[0]}:{a[1]}")]
+        if args.limit:
+            todo = todo[: args.limit]
+        jobs = [(*a, e) for a in todo for e in args.exporters.split(",")]
+        logger.info("%d architectures, %d runs", len(todo), len(jobs))
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(job: tuple[str, str, str, str]) -> dict[str, Any]:
+            row = _subprocess(*job, timeout=args.timeout)
+            logger.info("%-9s %-28s %-8s %-8s %s", job[0], job[1], job[3], row["status"], row.get("error", "")[:100])
+            return row
+
+        results.update(
+            transformers=transformers.__version__, torch=torch.__version__, onnxruntime=onnxruntime.__version__,
+            date=datetime.date.today().isoformat(),
+            command="python benchmarks/transformers_zoo.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        )
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            for row in pool.map(one, jobs):
+                results["rows"][f"{row['task']}:{row['arch']}:{row['exporter']}"] = row
+                save_results(results)  # after each run: an interrupted sweep keeps what it did
+    print(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
