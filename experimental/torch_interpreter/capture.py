@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import os
+import sysconfig
 import time
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -104,6 +107,7 @@ def export(
         hints = [advice for marker, advice in _HINTS if marker in message or marker in qualified]
         mode = "strict" if strict else "non-strict"
         text = f"torch.export.export ({mode}) failed: {type(e).__name__}: {message.strip()}"
+        text += where_it_failed(e)
         if hints:
             text += "\nWhat to try: " + "; ".join(hints)
         if dynamic_shapes is not None and any(m in message for m in _DYNAMIC_MARKERS):
@@ -116,6 +120,62 @@ def export(
         raise ExportCaptureError(text) from e
     logger.info("torch.export.export (strict=%s) took %.3fs", strict, time.perf_counter() - begin)
     return ep
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(__file__) + os.sep
+_STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
+#: torch files an operator call goes through: an exception raised past them is the operator's own check
+_OP_DISPATCH = ("_ops.py", "functional.py", "_tensor.py", "fake_tensor.py", "_meta_registrations.py", "_refs", "_prims", "_decomp", "overrides.py")
+
+
+def _frames(e: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of ``e``'s traceback, and of the exceptions it was raised from, outermost first."""
+    frames: list[traceback.FrameSummary] = []
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        frames += traceback.extract_tb(e.__traceback__)
+        e = e.__cause__ or e.__context__
+    return frames
+
+
+def _is_library(filename: str) -> bool:
+    return filename.startswith((_TORCH_DIR, _OWN_DIR, _STDLIB_DIR)) or filename.startswith("<")
+
+
+def where_it_failed(e: BaseException) -> str:
+    """``\nModel code: file:line in function: source`` for the innermost frame of the model's code in the
+    traceback of ``e`` (torch's, the standard library's and this package's frames skipped), and a note
+    when the exception itself was raised inside torch (an internal error rather than the model's)."""
+    frames = _frames(e)
+    user = [f for f in frames if not _is_library(f.filename)]
+    text = ""
+    if user:
+        f = user[-1]
+        text = f"\nModel code: {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
+    innermost = frames[-1] if frames else None
+    after_user = frames[frames.index(user[-1]) + 1 :] if user else frames
+    # an op's own check (a wrong index on a fake tensor) goes through the op dispatch: the model's error
+    through_op = any(
+        any(m in f.filename for m in _OP_DISPATCH) or f.name in ("__torch_function__", "__torch_dispatch__")
+        for f in after_user
+    )
+    internal = (
+        innermost is not None
+        and innermost.filename.startswith(_TORCH_DIR)
+        and not through_op
+        and type(e).__module__ == "builtins"
+        and isinstance(e, (IndexError, KeyError, AttributeError, AssertionError, TypeError, ValueError))
+    )
+    if internal:
+        text += (
+            f"\nThe {type(e).__name__} was raised inside torch's own code "
+            f"({os.path.relpath(innermost.filename, _TORCH_DIR)}:{innermost.lineno} in {innermost.name}), not by "
+            "an operator's check: torch.export (or the torch function called there) could not handle the model "
+            "code above. Try the other mode (strict=True/False), bypass_export_some_errors(), or rewrite that line."
+        )
+    return text
 
 
 @contextlib.contextmanager

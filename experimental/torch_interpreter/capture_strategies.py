@@ -12,6 +12,9 @@ logged and recorded in the ONNX model's ``metadata_props`` (``aten2onnx.capture.
   ``a = b + 1``) is retried with :func:`torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes`
   when every fix keeps the axis dynamic (bounds, relations); a fix making an axis static (``a = 8``)
   raises :class:`DynamicShapeError` naming the input and axis.
+- ``control_flow_aliasing``: a ``torch.cond`` branch (``while_loop`` body, ``scan`` combine_fn) returning
+  an input unchanged is refused by torch ("aliasing"); the capture is retried with the patches of
+  ``patches/control_flow.py`` (the aliased outputs are cloned), as ``bypass_export_some_errors`` applies them.
 - ``other_mode``: non-strict capture failing is retried in strict mode (and the reverse); a warning says
   which mode worked.
 - ``lower_functorch``: ``torch.vmap`` in ``forward`` leaves functorch batching ops in the exported graph
@@ -41,11 +44,19 @@ from . import dynamic_shapes as ds
 from .capture_kernels import shape_only_rnn_kernels
 from .errors import DynamicShapeError, ExportCaptureError, TorchInterpreterWarning
 from .patches import ALL_PATCHES
+from .patches.control_flow import PATCHES as CONTROL_FLOW_PATCHES
 
 logger = logging.getLogger(__name__)
 
 #: every strategy, in the order they are considered
-STRATEGIES = ("transformers_caches", "size_oblivious", "refine_dynamic_shapes", "other_mode", "lower_functorch")
+STRATEGIES = (
+    "transformers_caches",
+    "size_oblivious",
+    "refine_dynamic_shapes",
+    "control_flow_aliasing",
+    "other_mode",
+    "lower_functorch",
+)
 
 _METADATA_PREFIX = "aten2onnx.capture."
 
@@ -187,6 +198,16 @@ def _specializes_small_size(message: str) -> bool:
     return "Constraints violated" in message and re.search(r"generated guard .*\) != [01]\.", message) is not None
 
 
+@contextlib.contextmanager
+def _control_flow_patches(enabled: bool) -> Iterator[None]:
+    undo = [p.apply() for p in CONTROL_FLOW_PATCHES if p.needed()] if enabled else []
+    try:
+        yield
+    finally:
+        for fn in reversed(undo):
+            fn()
+
+
 # -- suggested fixes ----------------------------------------------------------------------------------------
 
 
@@ -325,11 +346,20 @@ def _export_mode(model, args, kwargs, spec, strict, strategies, report) -> torch
             "size_oblivious",
             f"example sizes 0/1 on axes declared dynamic ({', '.join(small)}): captured with backed_size_oblivious",
         )
-    refinements = 0
+    refinements, unaliased = 0, False
     while True:
         try:
-            with _size_oblivious(oblivious):
+            with _size_oblivious(oblivious), _control_flow_patches(unaliased):
                 return capture.export(model, args, kwargs, torch_spec, strict, spec.describe())
+        except ExportCaptureError as e:
+            if "aliasing" in str(e) and "control_flow_aliasing" in strategies and not unaliased:
+                unaliased = True
+                report.use(
+                    "control_flow_aliasing",
+                    "a control-flow body returned an input unchanged: retried with its aliased outputs cloned",
+                )
+                continue
+            raise
         except DynamicShapeError as e:
             message = str(e.__cause__ or e)
             if _specializes_small_size(message) and "size_oblivious" in strategies and not oblivious:

@@ -66,6 +66,10 @@ def _dim_of(spec: Any, where: str) -> tuple[Any, str | None]:
     return spec, None
 
 
+def _is_axes(spec: Mapping) -> bool:
+    return bool(spec) and all(isinstance(k, int) for k in spec)
+
+
 def _walk(value: Any, spec: Any, path: str, label: str, axes: dict) -> Any:
     """Checks ``spec`` against ``value``; ``path`` locates it in ``(args, kwargs)``, ``label`` for messages."""
     if spec is None:
@@ -91,14 +95,21 @@ def _walk(value: Any, spec: Any, path: str, label: str, axes: dict) -> Any:
                 names[axis] = name
         axes[path] = (label, names)
         return out
+    if value is None:  # an optional input left out: nothing to declare
+        return None
+    if isinstance(value, (list, tuple)) and isinstance(spec, Mapping) and _is_axes(spec):
+        if value and all(isinstance(v, torch.Tensor) for v in value):
+            # one spec for every tensor of a list (of any length): element i's axes are named `name_i`
+            spec = [{a: f"{d}_{i}" if isinstance(d, str) else d for a, d in spec.items()} for i in range(len(value))]
     if isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
         if len(value) != len(spec):
             raise DynamicShapeError(
-                f"input {label} has {len(value)} elements but its dynamic shape spec has {len(spec)}"
+                f"input {label} has {len(value)} elements but its dynamic shape spec has {len(spec)}; give one "
+                "entry per element (None for a static one), or one dict {axis: name} for every element"
             )
-        return type(spec)(
-            _walk(v, s, f"{path}[{i}]", f"{label}[{i}]", axes) for i, (v, s) in enumerate(zip(value, spec))
-        )
+        walked = [_walk(v, s, f"{path}[{i}]", f"{label}[{i}]", axes) for i, (v, s) in enumerate(zip(value, spec))]
+        # torch.export wants the container type of the input (a list spec for a list input)
+        return list(walked) if isinstance(value, list) else type(spec)(walked)
     if isinstance(value, Mapping) and isinstance(spec, Mapping):
         unknown = set(spec) - set(value)
         if unknown:

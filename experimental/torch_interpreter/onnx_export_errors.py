@@ -79,6 +79,15 @@ def bypass_export_some_errors(
        * - torch._dynamo.mark_static_address
          - torch
          - strict export: ``Attempt to trace forbidden callable <function mark_static_address>``
+       * - torch.cond without aliasing
+         - torch
+         - ``Encountered aliasing during higher order op tracing`` (a branch ``lambda x: x``)
+       * - while_loop without aliasing
+         - torch
+         - the same for a ``while_loop`` body returning a carried tensor unchanged
+       * - scan without aliasing
+         - torch
+         - ``Output-to-output aliasing`` / ``Input-to-output aliasing`` in a ``scan`` combine_fn
        * - DynamicCache as pytree
          - transformers
          - ``Unsupported input type <class 'transformers.cache_utils.DynamicCache'>``
