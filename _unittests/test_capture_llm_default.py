@@ -12,7 +12,12 @@ import torch  # noqa: E402
 import torch.utils._pytree as pytree  # noqa: E402
 import transformers  # noqa: E402
 
-from experimental.torch_interpreter import DynamicShapeError, ExportCaptureError, InferenceSession, to_onnx  # noqa: E402
+from experimental.torch_interpreter import (  # noqa: E402
+    DynamicShapeError,
+    ExportCaptureError,
+    InferenceSession,
+    to_onnx,
+)
 
 
 def _feeds(inputs: dict) -> dict:

@@ -6,6 +6,8 @@
 from . import ops  # noqa: F401  (registers the converters)
 from .convert import to_onnx
 from .errors import (
+    CaptureStrategyWarning,
+    ConstantInputWarning,
     ConversionError,
     DynamicShapeError,
     ExportCaptureError,
@@ -15,6 +17,8 @@ from .errors import (
     RuntimeFeedError,
     SaveError,
     TorchInterpreterError,
+    TorchInterpreterWarning,
+    TrainingModeWarning,
     UnsupportedOpError,
     VerificationError,
 )
@@ -25,6 +29,10 @@ from .registry import Registry, default_registry, register
 from .runtime import InferenceSession
 
 __all__ = [
+    "CaptureStrategyWarning",
+    "ConstantInputWarning",
+    "TorchInterpreterWarning",
+    "TrainingModeWarning",
     "bypass_export_some_errors",
     "ConversionError",
     "DiscrepancyReport",

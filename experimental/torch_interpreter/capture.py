@@ -70,6 +70,12 @@ _HINTS = [
         "a body of a control-flow operator (scan, cond, while_loop, map) returns one of its inputs unchanged; "
         "these operators forbid aliased outputs: return a copy, e.g. `x.clone()` instead of `x`",
     ),
+    (
+        "list index out of range",
+        "torch.export raises this bare IndexError (in produce_guards) when the model changes the rank of an "
+        "input in place, e.g. `x.unsqueeze_(0)`, `x.squeeze_()`, `x.t_()` on a forward argument: use the "
+        "out-of-place form, `x = x.unsqueeze(0)`",
+    ),
 ]
 _DYNAMIC_MARKERS = (
     "Constraints violated",
@@ -126,7 +132,17 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(__file__) + os.sep
 _STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
 #: torch files an operator call goes through: an exception raised past them is the operator's own check
-_OP_DISPATCH = ("_ops.py", "functional.py", "_tensor.py", "fake_tensor.py", "_meta_registrations.py", "_refs", "_prims", "_decomp", "overrides.py")
+_OP_DISPATCH = (
+    "_ops.py",
+    "functional.py",
+    "_tensor.py",
+    "fake_tensor.py",
+    "_meta_registrations.py",
+    "_refs",
+    "_prims",
+    "_decomp",
+    "overrides.py",
+)
 
 
 def _frames(e: BaseException) -> list[traceback.FrameSummary]:

@@ -42,7 +42,7 @@ from . import capture
 from . import capture_checks as checks
 from . import dynamic_shapes as ds
 from .capture_kernels import shape_only_rnn_kernels
-from .errors import DynamicShapeError, ExportCaptureError, TorchInterpreterWarning
+from .errors import CaptureStrategyWarning, DynamicShapeError, ExportCaptureError
 from .patches import ALL_PATCHES
 from .patches.control_flow import PATCHES as CONTROL_FLOW_PATCHES
 
@@ -59,10 +59,6 @@ STRATEGIES = (
 )
 
 _METADATA_PREFIX = "aten2onnx.capture."
-
-
-class CaptureStrategyWarning(TorchInterpreterWarning):
-    """The capture worked only after a strategy changed how it ran (e.g. the other strict mode)."""
 
 
 def resolve(choice: bool | str | Sequence[str] | None) -> frozenset[str]:
@@ -136,7 +132,9 @@ def _contains_cache(value: Any) -> bool:
 
 
 def _is_transformers_model(model: Any) -> bool:
-    return any(c.__module__.startswith("transformers.") and c.__name__ == "PreTrainedModel" for c in type(model).__mro__)
+    return any(
+        c.__module__.startswith("transformers.") and c.__name__ == "PreTrainedModel" for c in type(model).__mro__
+    )
 
 
 @contextlib.contextmanager
@@ -295,7 +293,9 @@ def lower_functorch(ep: torch.export.ExportedProgram, report: CaptureReport) -> 
         lowered = ep.run_decompositions({})
     left = _functorch_nodes(lowered)
     if left:
-        raise ExportCaptureError(f"torch.vmap could not be lowered: functorch ops {left} remain after run_decompositions")
+        raise ExportCaptureError(
+            f"torch.vmap could not be lowered: functorch ops {left} remain after run_decompositions"
+        )
     report.use("lower_functorch", f"torch.vmap batching ops lowered to aten ops ({len(nodes)} functorch nodes)")
     return lowered
 

@@ -85,3 +85,7 @@ class TrainingModeWarning(TorchInterpreterWarning):
 
 class ConstantInputWarning(TorchInterpreterWarning):
     """A Python scalar input was baked into the graph as a constant: another value at run time is ignored."""
+
+
+class CaptureStrategyWarning(TorchInterpreterWarning):
+    """The capture worked only after a strategy changed how it ran (e.g. the other strict mode)."""
