@@ -431,3 +431,59 @@ def test_searchsorted_follows_pytorch_binary_search_with_nan(right):
         dynamic_shapes=({1: "m"}, {1: "k"}),  # a dynamic length: the count, the same without NaN boundaries
         more_inputs=[((torch.tensor([[-2.0, 0.0, 0.0, 1.0, 3.0, 3.0]]), torch.tensor([[0.0, 3.0, nan]])), None)],
     )
+
+
+class _MetadataInPlace(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        y = x + 1
+        row = y[0]  # a view taken before the metadata changes
+        self.fn(y)
+        y.mul_(2)  # written through the changed tensor: row and x's copy see it
+        return y + 0, row + 0
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda y: y.unsqueeze_(0),
+        lambda y: y.unsqueeze_(-1),
+        lambda y: y.t_(),
+        lambda y: y.transpose_(0, 1),
+        lambda y: y.unsqueeze_(1).squeeze_(1),
+        lambda y: y[:, :2].unsqueeze_(0).mul_(-1),  # the write goes through a view of a view
+    ],
+    ids=["unsqueeze_", "unsqueeze_last", "t_", "transpose_", "squeeze_", "slice_unsqueeze_"],
+)
+def test_metadata_in_place_ops(fn):
+    """unsqueeze_ had no converter; it changes a tensor's shape, not its data: tracked as a view."""
+    check_model(_MetadataInPlace(fn), (torch.randn(3, 4),))
+
+
+class _UnsqueezeInput(torch.nn.Module):
+    def forward(self, x):
+        x.unsqueeze_(0)
+        return x * 2
+
+
+def test_unsqueeze_in_place_on_an_input_gets_advice():
+    """torch.export fails with a bare IndexError (produce_guards) when an input changes rank in place."""
+    from experimental.torch_interpreter import to_onnx
+    from experimental.torch_interpreter.errors import ExportCaptureError
+
+    with pytest.raises(ExportCaptureError, match=r"IndexError(.|\n)*unsqueeze_\(0\)(.|\n)*x = x\.unsqueeze\(0\)"):
+        to_onnx(_UnsqueezeInput(), (torch.randn(3, 4),), capture_strategies=False)
+
+
+def test_one_hot():
+    """aten::one_hot had no converter."""
+    check_model(Fn(lambda x: torch.nn.functional.one_hot(x, 5)), (torch.tensor([[0, 3], [4, 1]]),))
+    check_model(
+        Fn(lambda x: torch.nn.functional.one_hot(x, 6) * 2),
+        (torch.tensor([0, 3, 1]),),
+        dynamic_shapes=({0: "n"},),
+        more_inputs=[((torch.tensor([5, 0, 2, 2, 1]),), None)],
+    )

@@ -51,6 +51,7 @@ _RESHAPES = frozenset(
         *("alias.default", "detach.default", "contiguous.default", "lift_fresh.default", "_reshape_alias.default"),
         *("unsqueeze.default", "squeeze.default", "squeeze.dim", "squeeze.dims"),
         *("flatten.using_ints", "unflatten.int", "ravel.default"),
+        *("unsqueeze_.default", "squeeze_.default", "squeeze_.dim", "squeeze_.dims"),
         # ``to`` aliases its input only when it changes nothing (same dtype, device and layout)
         *("to.dtype", "to.dtype_layout", "to.device", "to.other"),
     )
@@ -61,6 +62,16 @@ _PERMUTES = frozenset(
         *("transpose.int", "swapaxes.default", "swapdims.default", "permute.default", "t.default"),
         *("numpy_T.default", "mT.default", "adjoint.default"),
         *("movedim.int", "movedim.intlist", "moveaxis.int", "moveaxis.intlist"),
+        *("t_.default", "transpose_.default", "swapdims_.default", "swapaxes_.default"),
+    )
+)
+
+#: in-place ops that change the metadata of their argument, not its data: for aliasing, views of it
+_METADATA_INPLACE = frozenset(
+    f"aten::{k}"
+    for k in (
+        *("unsqueeze_.default", "squeeze_.default", "squeeze_.dim", "squeeze_.dims"),
+        *("t_.default", "transpose_.default", "swapdims_.default", "swapaxes_.default"),
     )
 )
 
@@ -234,6 +245,8 @@ class AliasEnv(dict):
         base = node.args[index]
         if not isinstance(base, torch.fx.Node):
             return None
+        if target_key(node.target) in _METADATA_INPLACE:  # unsqueeze_: a new view, the data unchanged
+            return "view", base
         if kind != "inplace":
             mine, theirs = _storage(node.meta.get("val")), _storage(base.meta.get("val"))
             if mine is None or theirs is None or mine != theirs:

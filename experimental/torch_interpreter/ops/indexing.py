@@ -664,3 +664,21 @@ def aten_embedding_bag(
             count = ctx.op("ReduceSum", weights, ctx.const([1], INT64), keepdims=1)
             out = ctx.op("Div", out, ctx.op("Max", count, ctx.const(1.0, c)))
     return ctx.cast(out, dtype), None, None, None
+
+
+# -- one_hot ------------------------------------------------------------------------------------------------
+@register("aten::one_hot.default")
+def aten_one_hot(ctx: NodeContext, self: ir.Value, num_classes: int | ir.Value = -1) -> ir.Value:
+    """one_hot(Tensor self, int num_classes=-1) -> Tensor: ``self[..., None] == arange(num_classes)`` as int64.
+
+    ``num_classes=-1`` (the largest class plus one) is a size that depends on the data: torch.export refuses
+    it before conversion; give the number of classes.
+    """
+    if isinstance(num_classes, int) and num_classes < 0:
+        raise NotImplementedError(
+            "one_hot with num_classes=-1 has a size that depends on the values; pass num_classes in the model"
+        )
+    n = ctx.operand(num_classes, INT64)
+    classes = ctx.op("Range", ctx.const(0, INT64), n, ctx.const(1, INT64))
+    hot = ctx.op("Equal", ctx.op("Unsqueeze", ctx.cast(self, INT64), ctx.const([-1], INT64)), classes)
+    return ctx.cast(hot, ctx.out_dtype)

@@ -3,7 +3,8 @@
 Every ``aten::<op>_.<overload>`` whose functional twin ``aten::<op>.<overload'>`` (same arguments) has a
 converter gets one here, by :func:`register_inplace`: the functional converter computes the new value of
 ``self``; the interpreter writes it into ``self`` and every view of it (``aliasing.py``), since the schema
-returns ``self`` (``Tensor(a!)``). In-place view ops (``unsqueeze_``, ``t_``) change metadata and are left out.
+returns ``self`` (``Tensor(a!)``). In-place view ops (``unsqueeze_``, ``t_``) change metadata only: their
+converters are the views' (views.py), aliasing.py tracks them as views.
 """
 
 from __future__ import annotations

@@ -101,7 +101,15 @@ def aten_permute(ctx: NodeContext, self: ir.Value, dims: Sequence[int]) -> ir.Va
     return _transpose(ctx, self, [normalize_dim(d, rank) for d in dims])
 
 
-@register("aten::transpose.int", "aten::swapaxes.default", "aten::swapdims.default", "aten::transpose_copy.int")
+@register(
+    "aten::transpose.int",
+    "aten::swapaxes.default",
+    "aten::swapdims.default",
+    "aten::transpose_copy.int",
+    "aten::transpose_.default",
+    "aten::swapaxes_.default",
+    "aten::swapdims_.default",
+)
 def aten_transpose(ctx: NodeContext, self: ir.Value, dim0: int, dim1: int) -> ir.Value:
     """transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)"""
     rank = ctx.rank(self)
@@ -112,7 +120,7 @@ def aten_transpose(ctx: NodeContext, self: ir.Value, dim0: int, dim1: int) -> ir
     return _transpose(ctx, self, perm)
 
 
-@register("aten::t.default", "aten::t_copy.default")
+@register("aten::t.default", "aten::t_copy.default", "aten::t_.default")
 def aten_t(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """t(Tensor(a) self) -> Tensor(a): tensors of rank < 2 are returned as they are."""
     return self if ctx.rank(self) < 2 else _transpose(ctx, self, [1, 0])
@@ -148,7 +156,7 @@ def aten_movedim(
 
 
 # -- (un)squeeze ------------------------------------------------------------------------------------------
-@register("aten::unsqueeze.default", "aten::unsqueeze_copy.default")
+@register("aten::unsqueeze.default", "aten::unsqueeze_copy.default", "aten::unsqueeze_.default")
 def aten_unsqueeze(ctx: NodeContext, self: ir.Value, dim: int) -> ir.Value:
     """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
     return ctx.op("Unsqueeze", self, ctx.const([normalize_dim(dim, ctx.rank(self) + 1)], INT64))
@@ -161,6 +169,9 @@ def aten_unsqueeze(ctx: NodeContext, self: ir.Value, dim: int) -> ir.Value:
     "aten::squeeze_copy.default",
     "aten::squeeze_copy.dim",
     "aten::squeeze_copy.dims",
+    "aten::squeeze_.default",
+    "aten::squeeze_.dim",
+    "aten::squeeze_.dims",
 )
 def aten_squeeze(ctx: NodeContext, self: ir.Value, dim: int | Sequence[int] | None = None) -> ir.Value:
     """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a): only the axes of size 1 go, as in PyTorch."""
