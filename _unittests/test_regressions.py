@@ -487,3 +487,29 @@ def test_one_hot():
         dynamic_shapes=({0: "n"},),
         more_inputs=[((torch.tensor([5, 0, 2, 2, 1]),), None)],
     )
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.fft.fftn(x),
+        lambda x: torch.fft.fftn(x, dim=(1, 2), norm="ortho"),
+        lambda x: torch.fft.fftn(x, s=(6, 3)),
+        lambda x: torch.fft.ifftn(torch.fft.fftn(x, dim=(0, 2)), dim=(0, 2)),
+        lambda x: torch.fft.fft(x, n=7, norm="forward"),
+        lambda x: torch.fft.ifft(torch.fft.fft2(x), dim=0),
+        lambda x: torch.fft.fftn(x.double()),
+    ],
+    ids=["fftn", "fftn_dims_ortho", "fftn_s", "ifftn_of_fftn", "fft_n_forward", "ifft_of_fft2", "fftn_double"],
+)
+def test_complex_fft(fn):
+    """fft_fftn had no converter: its complex result is carried as a real pair, read by view_as_real."""
+    check_model(Fn(lambda x: torch.view_as_real(fn(x))), (torch.randn(3, 4, 5),), atol=1e-4)
+
+
+def test_fftn_over_a_dynamic_axis_is_a_clear_error():
+    from experimental.torch_interpreter import to_onnx
+    from experimental.torch_interpreter.errors import ConversionError
+
+    with pytest.raises(ConversionError, match=r"fft_fftn.*static"):
+        to_onnx(Fn(lambda x: torch.view_as_real(torch.fft.fftn(x))), (torch.randn(3, 4),), dynamic_shapes=({0: "n"},))

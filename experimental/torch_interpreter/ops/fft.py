@@ -1,4 +1,5 @@
-"""Inverse real FFTs of real inputs: fft_irfft, fft_irfft2, fft_irfftn and the Hermitian FFTs fft_hfft*.
+"""Inverse real FFTs of real inputs: fft_irfft, fft_irfft2, fft_irfftn and the Hermitian FFTs fft_hfft*; the
+complex FFTs fft_fft*, fft_ifft* (their complex results as real pairs, ``complex::`` keys).
 
 ONNX tensors are real, so the input of these ops is real here (a complex input has no ONNX type). The
 transforms are products by cosine and sine matrices computed at export time (static sizes): inverse
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import onnx_ir as ir
+import torch
 
 from ..context import NodeContext
 from ..registry import register
@@ -221,3 +223,86 @@ def aten_fft_fftshift(ctx: NodeContext, self: ir.Value, dim: Any = None) -> ir.V
 def aten_fft_ifftshift(ctx: NodeContext, self: ir.Value, dim: Any = None) -> ir.Value:
     """fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor"""
     return _shift(ctx, self, dim, True)
+
+
+# -- complex FFTs: complex outputs, carried as real pairs (complex_pairs.py) ----------------------------------
+def _c2c(
+    ctx: NodeContext, x: ir.Value, dims: Sequence[int], sizes: Sequence[int | None], norm: str | None, inverse: bool
+) -> ir.Value:
+    """fftn (``inverse``: ifftn) over ``dims`` of ``x``, a real tensor or the real pair of a complex one; the
+    result is a pair ``[..., 2]``: one complex DFT per axis, products by cosine and sine matrices."""
+    val = ctx.arg_val(0)
+    shape = static_shape(val)
+    rank = val.dim()
+    dims = [normalize_dim(d, rank) for d in dims]
+    if shape is None or any(not isinstance(val.shape[d], int) for d in dims):
+        raise NotImplementedError(
+            f"{ctx.op_name} of a tensor of shape {ctx.onnx_shape(val)}: the DFT matrices are built at export time, "
+            "the transformed axes (and the others, for now) must be static; declare them static (Dim.STATIC)"
+        )
+    c = ir.DataType.DOUBLE if val.dtype in (torch.complex128, torch.float64) else ir.DataType.FLOAT
+    if val.is_complex():
+        last = ctx.const([rank], INT64)
+        parts = ctx.op("Split", x, ctx.const([1, 1], INT64), axis=-1, num_outputs=2)
+        re, im = (ctx.cast(ctx.op("Squeeze", p, last), c) for p in parts)
+    else:
+        re, im = ctx.cast(x, c), None
+    shape = list(shape)
+    sign = 1.0 if inverse else -1.0
+    total = 1
+    for d, s in zip(dims, sizes):
+        n = shape[d] if s is None else s
+        if n < 1:
+            raise ValueError(f"invalid number of data points ({n}) specified")
+        re = _fit(ctx, re, d, rank, shape[d], n)
+        im = None if im is None else _fit(ctx, im, d, rank, shape[d], n)
+        shape[d] = n
+        total *= n
+        angle = 2 * math.pi * np.outer(np.arange(n), np.arange(n)) / n
+        cos, sin = np.cos(angle), sign * np.sin(angle)  # exp(sign * i * angle) = cos + i * sin
+        new_re = _apply(ctx, re, d, rank, cos)
+        new_im = _apply(ctx, re, d, rank, sin)
+        if im is not None:
+            new_re = ctx.op("Sub", new_re, _apply(ctx, im, d, rank, sin))
+            new_im = ctx.op("Add", new_im, _apply(ctx, im, d, rank, cos))
+        re, im = new_re, new_im
+    scaled = "backward" if inverse else "forward"
+    factor = 1.0 / total if (norm or "backward") == scaled else 1.0 / math.sqrt(total) if norm == "ortho" else 1.0
+    axis = ctx.const([-1], INT64)
+    out = ctx.op("Concat", ctx.op("Unsqueeze", re, axis), ctx.op("Unsqueeze", im, axis), axis=-1)
+    return ctx.op("Mul", out, ctx.const(factor, c)) if factor != 1.0 else out
+
+
+def _dims_and_sizes(rank: int, s: Sequence[int] | None, dim: Sequence[int] | None) -> tuple[list[int], list[Any]]:
+    """PyTorch's defaults of the n-dimensional transforms: without ``dim``, the last ``len(s)`` axes, or all."""
+    if dim is None:
+        dim = list(range(rank - len(s), rank)) if s is not None else list(range(rank))
+    return list(dim), list(s) if s is not None else [None] * len(dim)
+
+
+@register("complex::fft_fft.default", "complex::fft_ifft.default")
+def aten_fft_fft(ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None) -> ir.Value:
+    """fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor (fft_ifft alike), a real pair"""
+    return _c2c(ctx, self, [dim], [n], norm, ctx.op_name == "fft_ifft")
+
+
+@register("complex::fft_fft2.default", "complex::fft_ifft2.default")
+def aten_fft_fft2(
+    ctx: NodeContext, self: ir.Value, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1), norm: str | None = None
+) -> ir.Value:
+    """fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor (fft_ifft2 alike)"""
+    return _c2c(ctx, self, list(dim), list(s) if s is not None else [None] * len(dim), norm, ctx.op_name == "fft_ifft2")
+
+
+@register("complex::fft_fftn.default", "complex::fft_ifftn.default")
+def aten_fft_fftn(
+    ctx: NodeContext,
+    self: ir.Value,
+    s: Sequence[int] | None = None,
+    dim: Sequence[int] | None = None,
+    norm: str | None = None,
+) -> ir.Value:
+    """fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor (fft_ifftn alike):
+    the complex result as a real pair ``[..., 2]``."""
+    dims, sizes = _dims_and_sizes(ctx.arg_val(0).dim(), s, dim)
+    return _c2c(ctx, self, dims, sizes, norm, ctx.op_name == "fft_ifftn")
