@@ -61,6 +61,13 @@ def test_docs_build(tmp_path):
     images = os.listdir(html / "_images")
     assert any(name.startswith("sphx_glr_plot_5_compare_dynamo_001") for name in images), images
     assert any(name.startswith("sphx_glr_plot_2a_to_onnx_001") for name in images), images
+    # every gallery page has a figure, so every card has a real thumbnail
+    for page in ("plot_1_torch_export", "plot_2b_custom_code", "plot_2c_llm_cache", "plot_3_errors",
+                 "plot_4_investigate"):
+        assert any(name.startswith(f"sphx_glr_{page}_001") for name in images), (page, images)
+    investigate = _read(str(html / "auto_examples" / "plot_4_investigate.html"))
+    assert "aten::silu.default" in investigate and "VerificationError" in investigate
+    assert "custom.css" in investigate  # code and printed errors wrap
 
     # the generated pages: the registry listing and the API reference from docstrings
     supported = _read(str(html / "supported_ops.html"))

@@ -317,7 +317,8 @@ for i, cls in enumerate(classes):
     y = 0.93 - i * 0.172
     builtin = [b.__name__ for b in cls.__mro__[1:] if b.__module__ == "builtins" and b is not object][:1]
     ax.annotate(
-        f"{cls.__name__}  ({', '.join(builtin)})", xy=(0.33, 0.5), xytext=(0.42, y), va="center", fontsize=9,
-        arrowprops={"arrowstyle": "-", "color": "gray"}, bbox={"boxstyle": "round", "fc": "#f4f4f4"},
+        f"{cls.__name__}  ({', '.join(builtin)})", xy=(0.33, 0.5), xytext=(0.42, y), ha="left", va="center",
+        fontsize=9, bbox={"boxstyle": "round", "fc": "#f4f4f4"},
+        arrowprops={"arrowstyle": "-", "color": "gray", "relpos": (0, 0.5)},
     )
 fig.tight_layout()

@@ -378,10 +378,14 @@ class _Aligner:
 
 
 def _same_tensor(a: Any, b: Any) -> bool:
-    return (
-        isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-        and a.dtype == b.dtype and bool(torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, equal_nan=True, rtol=0, atol=0)))
-    )
+    """Both are tensors of the same shape, type and values (NaN equal to NaN)."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return False
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return bool(torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
+    return bool(torch.equal(a, b))
 
 
 def compare_exported(

@@ -31,7 +31,7 @@ def save_repro(row: Any, context: Any, folder: str | os.PathLike) -> list[str]:
     """
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
-    name = row.via or row.fx_node
+    name = row.via.split(", ")[0] if row.via else row.fx_node  # no ONNX node of its own: its source's
     model: ir.Model = context.model
     nodes = [n for n in model.graph if n.metadata_props.get(FX_NODE) == name]
     if not nodes:
