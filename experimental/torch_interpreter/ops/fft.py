@@ -281,13 +281,13 @@ def _dims_and_sizes(rank: int, s: Sequence[int] | None, dim: Sequence[int] | Non
 
 
 @register("complex::fft_fft.default", "complex::fft_ifft.default")
-def aten_fft_fft(ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None) -> ir.Value:
+def complex_fft_fft(ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None) -> ir.Value:
     """fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor (fft_ifft alike), a real pair"""
     return _c2c(ctx, self, [dim], [n], norm, ctx.op_name == "fft_ifft")
 
 
 @register("complex::fft_fft2.default", "complex::fft_ifft2.default")
-def aten_fft_fft2(
+def complex_fft_fft2(
     ctx: NodeContext, self: ir.Value, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1), norm: str | None = None
 ) -> ir.Value:
     """fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor (fft_ifft2 alike)"""
@@ -295,7 +295,7 @@ def aten_fft_fft2(
 
 
 @register("complex::fft_fftn.default", "complex::fft_ifftn.default")
-def aten_fft_fftn(
+def complex_fft_fftn(
     ctx: NodeContext,
     self: ir.Value,
     s: Sequence[int] | None = None,
