@@ -202,6 +202,8 @@ class _Builder:
         self._count = 0
         self._buffers = 0
         self.buffer_dtypes: dict[str, torch.dtype] = {}
+        #: the variables a statement reads
+        self.read: set[str] = set()
 
     # -- helpers used by the templates
     def new_name(self) -> str:
@@ -279,6 +281,7 @@ class _Builder:
             return False
         self.lines.extend(lines)
         used = set(re.findall(r"\b(?:x|v)\d+\b", " ".join(lines)))
+        self.read |= used - {name}
         lows = [u.low for u in self.vars if u.name in used]
         lows += [dt for b, dt in self.buffer_dtypes.items() if re.search(rf"{re.escape(b)}\b", " ".join(lines))]
         lows += [value.dtype] + [dt for dt in (torch.float16, torch.bfloat16) if str(dt) in " ".join(lines)]
@@ -701,11 +704,9 @@ def generate(ch: Chooser, min_ops: int = 3, max_ops: int = 8) -> Program:
             continue
         lines, exact = made
         b.try_statement(lines, name, exact, op)
-    outs = [b.vars[-1]]
-    if len(b.vars) > 2 and ch.coin(0.3):
-        extra = ch.choice(b.vars[:-1])
-        if extra.name != outs[0].name:
-            outs.append(extra)
+    # every variable no later statement reads is an output, so that no statement is dead code
+    outs = [u for u in b.vars if u.name.startswith("v") and u.name not in b.read]
+    outs = (outs or b.vars[-1:])[-6:]
     dynamic = ch.coin(0.5)
     dynamic_shapes = None
     if dynamic:

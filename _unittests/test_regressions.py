@@ -513,3 +513,16 @@ def test_fftn_over_a_dynamic_axis_is_a_clear_error():
 
     with pytest.raises(ConversionError, match=r"fft_fftn.*static"):
         to_onnx(Fn(lambda x: torch.view_as_real(torch.fft.fftn(x))), (torch.randn(3, 4),), dynamic_shapes=({0: "n"},))
+
+
+def test_dim_auto_axis_made_static_is_accepted():
+    """``Dim.AUTO`` lets torch.export choose: an axis it made static (size 1, or fixed by the code) is no
+    DynamicShapeError, unlike an axis named by the user; the others stay dynamic (the fuzzer's dynamic programs)."""
+    auto = torch.export.Dim.AUTO
+    x, y = torch.randn(1, 5), torch.randn(4, 5)
+    onx = check_model(
+        Fn(lambda x, y: x + y), (x, y), dynamic_shapes=({0: auto, 1: auto}, {0: auto, 1: auto}),
+        more_inputs=[((torch.randn(1, 7), torch.randn(6, 7)), None)],
+    )
+    dims = [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in onx.graph.input]
+    assert dims[0][0] == 1 and isinstance(dims[0][1], str) and isinstance(dims[1][0], str)

@@ -1,7 +1,7 @@
 """The long run of the program fuzzer (``_unittests/fuzz_programs.py``): ``--n`` random programs from
 ``--seed`` on, each exported with ``to_onnx`` and compared with eager PyTorch.
 
-Run: ``python benchmarks/fuzz.py --n 10000 [--seed 0] [--out _doc/fuzz.rst] [--timeout 60]``. Prints one line
+Run: ``python benchmarks/fuzz.py --n 10000 [--seed 0] [--out _doc/fuzz.rst] [--timeout 60] [--max-seconds T]``. Prints one line
 per bug (outcome, seed, detail) and writes the summary page (counts by outcome, outcomes per op template,
 each bug with its seed, the most frequent unsupported ops) to ``--out``. One program:
 ``python benchmarks/fuzz.py --n 1 --seed S --show`` prints its source and outcome.
@@ -29,12 +29,18 @@ def _on_alarm(signum, frame):
     raise TimeoutError("the program ran past --timeout")
 
 
-def run(n: int, seed: int, timeout: int, show: bool = False) -> list[tuple[int, list[str], Outcome]]:
-    """Runs programs ``seed .. seed + n - 1``; returns ``(seed, op templates, outcome)`` per program."""
+def run(
+    n: int, seed: int, timeout: int, show: bool = False, max_seconds: float | None = None
+) -> list[tuple[int, list[str], Outcome]]:
+    """Runs programs ``seed .. seed + n - 1`` (fewer when ``max_seconds`` runs out); returns
+    ``(seed, op templates, outcome)`` per program."""
     results = []
     signal.signal(signal.SIGALRM, _on_alarm)
     begin = time.perf_counter()
     for s in range(seed, seed + n):
+        if max_seconds is not None and time.perf_counter() - begin > max_seconds:
+            logger.warning("--max-seconds reached after %d programs", s - seed)
+            break
         prog = generate(RandomChooser(s))
         signal.alarm(timeout)
         try:
@@ -86,7 +92,7 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         "",
         ".. code-block:: bash",
         "",
-        f"    python benchmarks/fuzz.py --n {len(results)} --seed {seed}",
+        f"    python benchmarks/fuzz.py --n {len(results)} --seed {seed} --out _doc/fuzz.rst",
         "",
         f"{len(results)} programs in {elapsed:.0f} s. Outcomes: ``match`` (onnxruntime equals eager within the",
         "tolerance of the least precise type the value was computed from), ``unsupported`` (a project error for an",
@@ -118,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=1000, help="number of programs")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first program")
     parser.add_argument("--timeout", type=int, default=60, help="seconds allowed to one program")
+    parser.add_argument("--max-seconds", type=float, default=None, help="stop after this time (summary of those run)")
     parser.add_argument("--out", default=None, help="reST summary to write (e.g. _doc/fuzz.rst)")
     parser.add_argument("--show", action="store_true", help="print each program and its outcome")
     args = parser.parse_args(argv)
@@ -125,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("torch").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     begin = time.perf_counter()
-    results = run(args.n, args.seed, args.timeout, args.show)
+    results = run(args.n, args.seed, args.timeout, args.show, args.max_seconds)
     elapsed = time.perf_counter() - begin
     counts = collections.Counter(o.kind for _, _, o in results)
     print(f"{len(results)} programs in {elapsed:.0f}s: {dict(counts)}")
