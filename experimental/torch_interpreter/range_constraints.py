@@ -66,7 +66,8 @@ class AxisRange:
         """
         where = f"input {self.input!r} axis {self.axis} ({self.dim!r})"
         if not self.expr.isidentifier():
-            return f"{where} must be of the form {self.expr}" + (f" (>= {self.low})" if self.high is None else f" (in [{self.low}, {self.high}])")
+            bounds = f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]"
+            return f"{where} must be of the form {self.expr} ({bounds})"
         if self.high is None:
             return f"{where} must be >= {self.low}"
         return f"{where} must be in [{self.low}, {self.high}]"

@@ -281,14 +281,20 @@ def _dims_and_sizes(rank: int, s: Sequence[int] | None, dim: Sequence[int] | Non
 
 
 @register("complex::fft_fft.default", "complex::fft_ifft.default")
-def complex_fft_fft(ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None) -> ir.Value:
+def complex_fft_fft(
+    ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None
+) -> ir.Value:
     """fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor (fft_ifft alike), a real pair"""
     return _c2c(ctx, self, [dim], [n], norm, ctx.op_name == "fft_ifft")
 
 
 @register("complex::fft_fft2.default", "complex::fft_ifft2.default")
 def complex_fft_fft2(
-    ctx: NodeContext, self: ir.Value, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1), norm: str | None = None
+    ctx: NodeContext,
+    self: ir.Value,
+    s: Sequence[int] | None = None,
+    dim: Sequence[int] = (-2, -1),
+    norm: str | None = None,
 ) -> ir.Value:
     """fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor (fft_ifft2 alike)"""
     return _c2c(ctx, self, list(dim), list(s) if s is not None else [None] * len(dim), norm, ctx.op_name == "fft_ifft2")
