@@ -6,7 +6,8 @@ The fusions are onnxscript's (``onnxscript.rewriter.ort_fusions.optimize_for_ort
 (``MultiHeadAttention``/``GroupQueryAttention`` from the softmax(QK^T)V pattern), GELU (``FastGelu``,
 ``BiasGelu``), ``FusedMatMul``. Their patterns spell axes the way ``torch.onnx.export`` writes them;
 :class:`CanonicalAxesPass` rewrites ours the same way first, without it no RMSNorm, skip-norm or rotary
-pattern matches the graphs of ``to_onnx``:
+pattern matches the graphs of ``to_onnx``. What the fusions leave around attention is cleaned by
+:mod:`.ort_rewrites`.
 
 * ``ReduceMean(x, axes=[-1], noop_with_empty_axes=0)``: the RMSNorm pattern compares the axes and the
   attribute literally, the translation writes the positive axis (``[2]``) and leaves the attribute out;
@@ -21,6 +22,8 @@ import logging
 import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
+
+from .ort_rewrites import rewrite_around_attention
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +142,7 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     CanonicalAxesPass()(model)
     ir_version = model.ir_version
     _, counts = ort_fusions.optimize_for_ort(model)
+    counts.update(rewrite_around_attention(model))
     model.ir_version = ir_version
     if any(n.domain == "com.microsoft" for n in model.graph.all_nodes()):
         model.opset_imports.setdefault("com.microsoft", 1)

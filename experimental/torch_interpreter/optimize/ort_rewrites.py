@@ -1,0 +1,100 @@
+"""Rewrites of our own after onnxscript's ORT fusions, for what they leave around ``MultiHeadAttention``.
+
+The translation of ``scaled_dot_product_attention`` sets to 0 the rows a mask hides entirely (PyTorch's
+result; the softmax of a row of ``-inf`` is NaN): after the fusion, that ``Where`` sits between the
+``Transpose`` out of the fused kernel's layout and the ``Transpose`` back to it, and keeps both.
+:class:`WhereBetweenTransposesPass` transposes the (small) condition instead. onnxscript's fusions are
+written against ``torch.onnx.export``'s graphs, which have no such guard (their padded rows differ from eager).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import onnx_ir as ir
+from onnx_ir.passes import InPlacePass, PassResult
+
+logger = logging.getLogger(__name__)
+
+_SWAP_1_2 = (0, 2, 1, 3)
+
+
+def _scalar(value: ir.Value | None) -> float | None:
+    """The number a constant of one element holds, else None."""
+    if value is None or value.const_value is None or value.const_value.size != 1:
+        return None
+    return float(np.asarray(value.const_value.numpy()).reshape(-1)[0])
+
+
+def _only_use(value: ir.Value, node: ir.Node) -> bool:
+    return not value.is_graph_output() and [u.node for u in value.uses()] == [node]
+
+
+def _producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
+    node = value.producer() if value is not None else None
+    return node if node is not None and node.domain in ("", "ai.onnx") and node.op_type == op_type else None
+
+
+class WhereBetweenTransposesPass(InPlacePass):
+    """``Transpose(Where(cond, a, Transpose(x, p)), p)`` → ``Where(Transpose(cond, p), a, x)`` with
+    ``p = (0, 2, 1, 3)`` (its own inverse), ``cond`` of rank 4 and ``a`` a scalar."""
+
+    def call(self, model: ir.Model) -> PassResult:
+        graph, count = model.graph, 0
+        for outer in list(graph):
+            if outer.op_type != "Transpose" or outer.domain not in ("", "ai.onnx"):
+                continue
+            if tuple(outer.attributes.get_ints("perm", ())) != _SWAP_1_2:
+                continue
+            where = _producer(outer.inputs[0], "Where")
+            if where is None or not _only_use(where.outputs[0], outer):
+                continue
+            cond, a, inner_out = where.inputs
+            inner = _producer(inner_out, "Transpose")
+            if inner is None or tuple(inner.attributes.get_ints("perm", ())) != _SWAP_1_2:
+                continue
+            if not _only_use(inner_out, where) or _scalar(a) is None:
+                continue
+            if cond is None or cond.shape is None or len(cond.shape) != 4:
+                continue
+            new_cond = ir.node("Transpose", [cond], attributes={"perm": list(_SWAP_1_2)}, name=f"{where.name}_cond_T")
+            new_where = ir.node("Where", [new_cond.outputs[0], a, inner.inputs[0]], name=f"{where.name}_T")
+            new_cond.outputs[0].dtype = cond.dtype
+            new_cond.outputs[0].shape = ir.Shape([cond.shape[i] for i in _SWAP_1_2])
+            new_where.outputs[0].type = outer.outputs[0].type
+            new_where.outputs[0].shape = outer.outputs[0].shape
+            for n in (new_cond, new_where):
+                n.metadata_props.update(where.metadata_props)
+            ir.convenience.replace_nodes_and_values(
+                graph, outer, [inner, where, outer], [new_cond, new_where], [outer.outputs[0]], [new_where.outputs[0]]
+            )
+            count += 1
+        self.count = count
+        return PassResult(model, count > 0)
+
+
+def rewrite_around_attention(model: ir.Model) -> dict[str, int]:
+    """Runs the rewrites on ``model`` in place; returns how many times each applied (those that did).
+
+    Example::
+
+        >>> import onnx_ir as ir
+        >>> from experimental.torch_interpreter.optimize.ort_rewrites import rewrite_around_attention
+        >>> x = ir.val("x", ir.DataType.FLOAT, [1, 2, 3, 4])
+        >>> c = ir.val("c", ir.DataType.BOOL, [1, 3, 2, 1])
+        >>> zero = ir.Value(name="zero", const_value=ir.tensor(np.array(0.0, dtype=np.float32)))
+        >>> t1 = ir.node("Transpose", [x], attributes={"perm": [0, 2, 1, 3]})
+        >>> w = ir.node("Where", [c, zero, t1.outputs[0]])
+        >>> t2 = ir.node("Transpose", [w.outputs[0]], attributes={"perm": [0, 2, 1, 3]})
+        >>> t2.outputs[0].name = "y"
+        >>> g = ir.Graph([x, c], t2.outputs, nodes=[t1, w, t2], initializers=[zero], opset_imports={"": 18})
+        >>> m = ir.Model(g, ir_version=10)
+        >>> rewrite_around_attention(m)
+        {'where_between_transposes': 1}
+        >>> [n.op_type for n in m.graph], m.graph.outputs[0].name
+        (['Transpose', 'Where'], 'y')
+    """
+    rewrite = WhereBetweenTransposesPass()
+    rewrite(model)
+    return {"where_between_transposes": rewrite.count} if rewrite.count else {}
