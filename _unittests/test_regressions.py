@@ -526,3 +526,20 @@ def test_dim_auto_axis_made_static_is_accepted():
     )
     dims = [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in onx.graph.input]
     assert dims[0][0] == 1 and isinstance(dims[0][1], str) and isinstance(dims[1][0], str)
+
+
+class _WriteThroughDynamicExpand(torch.nn.Module):
+    def forward(self, x):
+        x = x + 0
+        y = x[:1].expand(x.shape[0], -1)  # the first row seen once per row, a dynamic number of times
+        y[0].mul_(2)
+        return x * 1, y + 0
+
+
+def test_write_through_expand_of_a_dynamic_length():
+    check_model(
+        _WriteThroughDynamicExpand(),
+        (torch.randn(3, 4),),
+        dynamic_shapes=({0: "b", 1: "n"},),
+        more_inputs=[((torch.randn(5, 2),), None)],
+    )

@@ -482,7 +482,7 @@ def _overlaps(node: torch.fx.Node) -> bool:
     if not isinstance(val, torch.Tensor):
         return False
     try:
-        return any(stride == 0 and size != 1 for size, stride in zip(val.shape, val.stride()))
+        return any(static_dim(st) == 0 and static_dim(sz) != 1 for sz, st in zip(val.shape, val.stride()))
     except (RuntimeError, NotImplementedError):
         return False
 
