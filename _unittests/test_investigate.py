@@ -125,7 +125,7 @@ def test_verify_and_report_pass(net, tmp_path):
     onx = to_onnx(model, args, dynamic_shapes=({0: "batch"},), verify=True, report=report,
                   filename=str(tmp_path / "m.onnx"))
     assert isinstance(onx, onnx.ModelProto)
-    assert [s[0] for s in report.steps][:2] == ["capture", "translation"]
+    assert [s[0] for s in report.steps][:3] == ["capture", "translation", "optimization"]
     assert "verification" in [s[0] for s in report.steps] and "save" in [s[0] for s in report.steps]
     assert report.verification.startswith("passed")
     assert report.fx_ops["aten::softplus.default"] == 2

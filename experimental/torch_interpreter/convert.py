@@ -160,12 +160,11 @@ def to_onnx(
         registry = with_custom_ops(registry, ep.graph_module, custom_ops)
         raise_if_missing(missing_converters(ep.graph_module, registry))
         onnx_model = translate(ep, registry, names, target_opset)
+        export_report.translated(onnx_model)
         optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
         cs.record(onnx_model, report)
-        export_report.translated(onnx_model)
-        if verify:  # investigate/verify.py: raises VerificationError naming the first FX node that differs
-            verify_export(ep, onnx_model, args, kwargs, export_report)
+        export_report.optimized(onnx_model)
         translated = time.perf_counter()
         logger.info(
             "export %.3fs, translation %.3fs, %d nodes",
@@ -173,6 +172,8 @@ def to_onnx(
             translated - exported,
             len(onnx_model.graph),
         )
+        if verify:  # investigate/verify.py: raises VerificationError naming the first FX node that differs
+            verify_export(ep, onnx_model, args, kwargs, export_report)
         if filename is not None:
             save(onnx_model, filename, external_data=external_data)
             export_report.step("save", os.fspath(filename))

@@ -35,7 +35,7 @@ class ExportReport:
         >>> onx = to_onnx(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU()), (torch.randn(2, 4),),
         ...               report=report)
         >>> [name for name, _, _ in report.steps]
-        ['capture', 'translation']
+        ['capture', 'translation', 'optimization']
         >>> dict(report.fx_ops)
         {'aten::linear.default': 1, 'aten::relu.default': 1}
         >>> dict(report.onnx_ops)
@@ -73,9 +73,13 @@ class ExportReport:
             self.constraints[str(sym)] = f"[{rng.lower}, {rng.upper}]"
 
     def translated(self, model: ir.Model) -> None:
-        """The translation ended: counts the ONNX ops, reads the dynamic axes and capture strategies."""
-        self.onnx_model = model
+        """The translation ended (before optimization)."""
         self.step("translation", f"{len(model.graph)} ONNX nodes")
+
+    def optimized(self, model: ir.Model) -> None:
+        """The model is final: counts the ONNX ops, reads the dynamic axes and the capture strategies."""
+        self.onnx_model = model
+        self.step("optimization", f"{len(model.graph)} ONNX nodes")
         self.onnx_ops = Counter(_onnx_ops(model.graph))
         for value in model.graph.inputs:
             dims = list(value.shape) if value.shape is not None else []
