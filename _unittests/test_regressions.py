@@ -83,12 +83,9 @@ class _EinsumThenWrite(torch.nn.Module):
         return x + 0
 
 
-def test_write_through_einsum_view_is_a_clear_error():
-    from experimental.torch_interpreter import to_onnx
-    from experimental.torch_interpreter.errors import ConversionError
-
-    with pytest.raises(ConversionError, match="einsum.*clone"):
-        to_onnx(_EinsumThenWrite(), (torch.randn(3, 4),))
+def test_write_through_einsum_view_reaches_its_input():
+    """einsum("ij->ji") is a view of x at run time: the write goes back through the same equation."""
+    check_model(_EinsumThenWrite(), (torch.randn(3, 4),))
 
 
 class _WriteThroughExpand(torch.nn.Module):
@@ -142,19 +139,29 @@ def test_write_through_same_dtype_conversion():
     check_model(_WriteThroughSameDtype(), (torch.randn(3, 4), torch.randn(2)))
 
 
-class _EinsumDiagonalThenWrite(torch.nn.Module):
+class _EinsumViewThenWrite(torch.nn.Module):
+    def __init__(self, equation):
+        super().__init__()
+        self.equation = equation
+
     def forward(self, x):
-        y = torch.einsum("ii->i", x)  # a diagonal view of x at run time
+        y = torch.einsum(self.equation, x[1:])  # a view of a view of x at run time
         y.mul_(3)
-        return x + 0
+        y[0].add_(1)
+        return x + 0, y + 0
 
 
-def test_write_through_einsum_diagonal_is_a_clear_error():
+@pytest.mark.parametrize("equation", ["iij->ji", "iij->ij", "ijk->kji", "iii->i"])
+def test_write_through_einsum_diagonal_or_permutation(equation):
+    check_model(_EinsumViewThenWrite(equation), (torch.randn(4, 3, 3),))
+
+
+def test_write_through_einsum_with_ellipsis_is_a_clear_error():
     from experimental.torch_interpreter import to_onnx
     from experimental.torch_interpreter.errors import ConversionError
 
     with pytest.raises(ConversionError, match="einsum.*clone"):
-        to_onnx(_EinsumDiagonalThenWrite(), (torch.randn(3, 3),))
+        to_onnx(_EinsumViewThenWrite("...ij->...ji"), (torch.randn(4, 3, 3),))
 
 
 class _WriteIntoEmptySlice(torch.nn.Module):

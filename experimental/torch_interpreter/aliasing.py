@@ -304,6 +304,23 @@ class AliasEnv(dict):
             )
         key = target_key(node.target)
         same = self.interpreter.onnx_shape(val) == self.interpreter.onnx_shape(base_val)
+        if self.views[node].kind == "hidden_view" and item is None and _einsum_view(node) is not None:
+            # einsum("ij->ji") or ("ii->i"): the same equation on the numbered base gives the positions
+            shape = self._shape(ctx, old, base_val)
+            numel = ctx.op("Size", old)
+            numbered = ctx.op("Reshape", ctx.op("Range", ctx.const(0, INT64), numel, ctx.const(1, INT64)), shape)
+            positions = ctx.op("Einsum", numbered, equation=_einsum_view(node))
+            flat = ctx.const([-1], INT64)
+            out = ctx.op(
+                "ScatterElements",
+                ctx.op("Reshape", old, flat),
+                ctx.op("Reshape", positions, flat),
+                ctx.op("Reshape", value, flat),
+                axis=0,
+            )
+            new = ctx.op("Reshape", out, shape, allowzero=1)
+            new.shape, new.dtype = old.shape, old.dtype
+            return new
         if self.views[node].kind == "hidden_view":
             raise ConversionError(
                 f"{describe(ctx.node)} writes into the output of {describe(node)}, which PyTorch returns as a "
@@ -473,6 +490,21 @@ def _args(node: torch.fx.Node, *spec: tuple[str, Any]) -> list[Any]:
         node.args[i + 1] if i + 1 < len(node.args) else node.kwargs.get(name, default)
         for i, (name, default) in enumerate(spec)
     ]
+
+
+def _einsum_view(node: torch.fx.Node) -> str | None:
+    """The equation of an ``einsum`` of one operand without ellipsis (a permutation or a diagonal, when
+    PyTorch returns a view of its input), else None."""
+    if target_key(node.target) != "aten::einsum.default" or len(node.args) < 2:
+        return None
+    equation, operands = node.args[0], node.args[1]
+    if not isinstance(equation, str) or "..." in equation or len(operands) != 1:
+        return None
+    equation = equation.replace(" ", "")
+    lhs, _, rhs = equation.partition("->")
+    if not rhs or len(set(rhs)) != len(rhs) or set(rhs) != set(lhs):  # a sum would copy
+        return None
+    return equation
 
 
 def _overlaps(node: torch.fx.Node) -> bool:
