@@ -4,6 +4,7 @@ missing ops, verification. The same text is logged at ``verbose=1``."""
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import time
@@ -20,6 +21,7 @@ from ..registry import target_key
 logger = logging.getLogger(__name__)
 
 _CAPTURE_PREFIX = "aten2onnx.capture."
+_RANGES_KEY = "aten2onnx.range_constraints"  # written by range_constraints.py: the ranges of the dynamic axes
 
 
 @dataclass
@@ -47,6 +49,7 @@ class ExportReport:
     onnx_ops: Counter = field(default_factory=Counter)
     dynamic_axes: dict[str, list[str | int]] = field(default_factory=dict)
     constraints: dict[str, str] = field(default_factory=dict)
+    refinements: list[str] = field(default_factory=list)
     capture: dict[str, str] = field(default_factory=dict)
     missing_ops: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     verification: str = ""
@@ -89,6 +92,7 @@ class ExportReport:
         self.capture = {
             k[len(_CAPTURE_PREFIX):]: v for k, v in model.metadata_props.items() if k.startswith(_CAPTURE_PREFIX)
         }
+        self.refinements = _ranges(model.metadata_props.get(_RANGES_KEY))
 
     # -- reading -----------------------------------------------------------------------------------------
     def to_markdown(self) -> str:
@@ -107,7 +111,10 @@ class ExportReport:
             lines += [f"- {name}: {dims}" for name, dims in self.dynamic_axes.items()]
         else:
             lines.append("- none: every input shape is static")
-        if self.constraints:
+        if self.refinements:
+            lines += ["", "Ranges of the dynamic axes (the ONNX model does not check them):", ""]
+            lines += [f"- {r}" for r in self.refinements]
+        elif self.constraints:
             lines += ["", "Ranges torch.export inferred for the dynamic dimensions:", ""]
             lines += [f"- {sym}: {rng}" for sym, rng in sorted(self.constraints.items())]
         lines.append("")
@@ -129,6 +136,25 @@ class ExportReport:
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_markdown())
         return path
+
+
+def _ranges(text: str | None) -> list[str]:
+    """One line per dynamic axis from the JSON list ``range_constraints.py`` writes in the metadata."""
+    if not text:
+        return []
+    try:
+        entries = json.loads(text)
+    except ValueError:
+        return [text]
+    lines = []
+    for e in entries:
+        high = "inf" if e.get("high") is None else e["high"]
+        note = ", narrowed by the model's code" if e.get("narrowed") else ""
+        lines.append(
+            f"input {e.get('input')!r} axis {e.get('axis')} ({e.get('dim')!r}) = {e.get('expr')} in "
+            f"[{e.get('low')}, {high}]{note}"
+        )
+    return lines
 
 
 def _histogram(title: str, counts: Counter) -> list[str]:
