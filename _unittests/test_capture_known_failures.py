@@ -230,3 +230,53 @@ def test_exception_inside_torch_names_the_line():
     with pytest.raises(ExportCaptureError, match=r"(?s)Model code: .*in forward: torch.utils._pytree.tree_unflatten"
                                                  r".*raised inside torch's own code \(utils/_pytree.py"):
         to_onnx(TorchRaises(), (torch.randn(3),), capture_strategies=False)
+
+
+class ElifChain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.linear(x)
+        if y.sum() > 0:
+            y = y * 2
+            return y.relu()
+        elif x.mean() < -0.5:
+            return x - 1
+        if x.shape[0] > 100:  # a Python (shape) condition: left to torch.export
+            return x
+        return y + x
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["nonstrict", "strict"])
+@pytest.mark.parametrize("cls", [DataDependentIf, ElifChain])
+def test_data_dependent_if_rewritten_into_cond(cls, strict):
+    torch.manual_seed(0)
+    model = cls()
+    with pytest.raises(ExportCaptureError):
+        to_onnx(model, (torch.randn(2, 3),), strict=strict, capture_strategies=False)
+    original = cls.forward
+    with bypass_export_some_errors(rewrite_control_flow=[cls]):
+        onx = check_model(
+            model,
+            (torch.randn(2, 3),),
+            dynamic_shapes=({0: "b"},),
+            more_inputs=[((torch.randn(5, 3) - 2,), None), ((torch.randn(4, 3) + 3,), None)],
+            strict=strict,
+            capture_strategies=False,
+        )
+    assert cls.forward is original
+    assert "If" in [n.op_type for n in onx.graph.node]
+
+
+class NothingToRewrite(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+def test_rewrite_refuses_a_forward_without_tensor_if():
+    with pytest.raises(ValueError, match="nothing to rewrite"):
+        with bypass_export_some_errors(rewrite_control_flow=[NothingToRewrite]):
+            pass
+    assert NothingToRewrite.forward.__name__ == "forward" and not hasattr(NothingToRewrite.forward, "__wrapped__")

@@ -29,7 +29,9 @@ _HINTS = [
     (
         "data-dependent",
         "the output shape depends on tensor values; add torch._check(...) on the value in the model, "
-        "or avoid Python control flow on tensor values (use torch.cond)",
+        "or avoid Python control flow on tensor values (use torch.cond); an `if` on a tensor value whose "
+        "branches return can be rewritten into torch.cond by "
+        "bypass_export_some_errors(rewrite_control_flow=[YourModule])",
     ),
     (
         "BuiltinVariable(NotImplementedError)",

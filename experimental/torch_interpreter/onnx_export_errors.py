@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
 
 from .logs import verbosity
 from .patches import ALL_PATCHES, Patch
+from .patches.rewrite_if import rewrite_forward
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ def bypass_export_some_errors(
     patch_transformers: bool = False,
     backed_size_oblivious: bool = False,
     verbose: int = 0,
+    rewrite_control_flow: Sequence[type] = (),
 ) -> Iterator[Callable[[Any], Any]]:
     """Patches what makes ``torch.export`` fail on common models; undoes everything on exit.
 
@@ -62,6 +64,9 @@ def bypass_export_some_errors(
         specialize the dimension; the graph is then valid for sizes >= 2 and for 1 where broadcasting
         does not depend on it
     :param verbose: 1 logs the patches applied and undone
+    :param rewrite_control_flow: module classes whose ``forward`` is recompiled while inside the block so
+        that an ``if`` on a tensor value whose branches end with ``return`` becomes ``torch.cond``
+        (opt-in: it changes the code that runs; see ``patches/rewrite_if.py``)
     :return: (as context manager) a function ``adapt(inputs)`` returning the inputs with every cache
         copied, so that exporting and running the model in eager mode leave the user's caches alone
 
@@ -103,9 +108,9 @@ def bypass_export_some_errors(
         ...     def forward(self, x):
         ...         return x + 1 if torch.jit.isinstance(x, torch.Tensor) else x
         >>> with bypass_export_some_errors(verbose=0) as adapt:
-        ...     onx = to_onnx(Model(), adapt((torch.randn(2),)), strict=True)
+        ...     onx = to_onnx(Model(), adapt((torch.randn(2),)), strict=True, capture_strategies=False)
         >>> [n.op_type for n in onx.graph.node]
-        ['Constant', 'Add']
+        ['Add']
     """
     groups = {"sympy": patch_sympy, "torch": patch_torch, "transformers": patch_transformers}
     undo: list[tuple[Patch, Callable[[], None]]] = []
@@ -117,6 +122,9 @@ def bypass_export_some_errors(
             if groups[patch.group] and patch.needed():
                 undo.append((patch, patch.apply()))
                 logger.log(level, "applied patch %r: %s", patch.name, patch.replaces)
+        for cls in rewrite_control_flow:
+            stack.callback(rewrite_forward(cls))
+            logger.log(level, "rewrote the tensor `if` statements of %s.forward into torch.cond", cls.__name__)
         if backed_size_oblivious:
             import torch.fx.experimental._config as fx_config
 

@@ -40,5 +40,17 @@ def replace_attribute(owner: Any, name: str, new: Any) -> Undo:
     return undo
 
 
+def build_trace_rules() -> None:
+    """Makes dynamo build its map of torch functions now, before a patch replaces one of them.
+
+    dynamo builds the map lazily, looking the functions up by name (``torch.jit.isinstance``): built while
+    a patch is applied, it would hold the replacement, marked as a function not to trace, and strict
+    export would fail on the very call the patch is for.
+    """
+    import torch._dynamo.trace_rules as trace_rules
+
+    trace_rules.get_torch_obj_rule_map()
+
+
 def is_patched(owner: Any, name: str) -> bool:
     return getattr(getattr(owner, name, None), _MARK, False)

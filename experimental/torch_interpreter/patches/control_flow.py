@@ -19,7 +19,7 @@ import torch
 import torch._higher_order_ops as hop
 from torch.utils._pytree import tree_leaves, tree_map
 
-from .base import Patch, Undo, is_patched, replace_attribute
+from .base import Patch, Undo, build_trace_rules, is_patched, replace_attribute
 
 
 def _aliases(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -59,6 +59,7 @@ def _unaliased(fn: Callable) -> Callable:
 
 
 def _apply_cond() -> Undo:
+    build_trace_rules()
     original = torch.cond
 
     def cond(pred: Any, true_fn: Callable, false_fn: Callable, operands: Any = ()) -> Any:
@@ -71,6 +72,7 @@ def _apply_cond() -> Undo:
 
 
 def _apply_while_loop() -> Undo:
+    build_trace_rules()
     original = hop.while_loop
 
     def while_loop(cond_fn: Callable, body_fn: Callable, carried_inputs: Any) -> Any:
@@ -80,6 +82,7 @@ def _apply_while_loop() -> Undo:
 
 
 def _apply_scan() -> Undo:
+    build_trace_rules()
     original = hop.scan
 
     def scan(combine_fn: Callable, init: Any, xs: Any, **kwargs: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from .base import Patch, Undo, is_patched, replace_attribute
+from .base import Patch, Undo, build_trace_rules, is_patched, replace_attribute
 
 
 def _check_type(obj: Any, target: Any) -> bool:
@@ -32,6 +32,7 @@ def _check_type(obj: Any, target: Any) -> bool:
 
 
 def _apply_jit_isinstance() -> Undo:
+    build_trace_rules()
     def isinstance_(obj: Any, target_type: Any) -> bool:
         return _check_type(obj, target_type)
 
@@ -39,6 +40,7 @@ def _apply_jit_isinstance() -> Undo:
 
 
 def _apply_mark_static_address() -> Undo:
+    build_trace_rules()
     def mark_static_address(t: Any, guard: bool = True) -> None:
         """No-op while exporting: static addresses only matter to CUDA graphs of torch.compile."""
 
