@@ -257,7 +257,8 @@ class AliasEnv(dict):
         """An op whose schema returns a new tensor may return its input all the same (``dropout`` in eval
         mode, ``.to()`` to the same dtype, an ``einsum`` that only permutes): the storages of the FakeTensors
         tell. ``("identity", arg)`` when the output is the argument itself, ``("hidden_view", arg)`` when it
-        is another view of it (a write through it is refused: its positions are not known)."""
+        is another view of it (a write through it goes back through a one-operand einsum's equation, and
+        is refused otherwise: its positions are not known)."""
         if not isinstance(node.target, torch._ops.OpOverload) or is_mutable(node.target):
             return None
         if target_key(node.target) in _DROPOUTS:
