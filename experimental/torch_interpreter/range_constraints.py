@@ -76,7 +76,7 @@ class AxisRange:
 def _bound(value: Any) -> int | None:
     if value in (int_oo, -int_oo, sympy.oo, -sympy.oo):
         return None
-    return int(value)
+    return int(value)  # TypeError for a symbolic bound
 
 
 def _declared(spec: Any) -> dict[str, tuple[int, int | None]]:
@@ -135,9 +135,13 @@ def axis_ranges(
                 continue
             expr = size.node.expr
             symbols = sorted(expr.free_symbols, key=str)
-            bounds = bound_sympy(expr, {s: ranges[s] for s in symbols if s in ranges})
             user = [dim_names.get(str(s), str(s)) for s in symbols]
-            low, high = int(bounds.lower), _bound(bounds.upper)
+            try:
+                bounds = bound_sympy(expr, {s: ranges[s] for s in symbols if s in ranges})
+                low, high = max(int(bounds.lower), 0), _bound(bounds.upper)
+            except (TypeError, ValueError, AttributeError):  # a range sympy cannot bound: nothing to tell
+                logger.debug("no range for %s axis %d (%s)", name, axis, expr)
+                continue
             dmin, dmax = (0, None)
             if len(symbols) == 1 and user[0] in declared:
                 dmin, dmax = declared[user[0]]
