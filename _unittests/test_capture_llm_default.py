@@ -73,3 +73,25 @@ def test_sequence_of_one_says_what_to_change():
     inputs = models.decoder_inputs(model, batch=1, seq=1, past=1)
     with pytest.raises(ExportCaptureError, match="size >= 2 on dynamic axes"):
         to_onnx(model, kwargs=inputs, dynamic_shapes=models.decoder_dynamic_shapes(model))
+
+
+def test_t5_encoder_decoder_cache_batch_of_one():
+    model = models.t5_model()
+    onx = to_onnx(model, kwargs=models.t5_inputs(model, batch=1, enc=5, dec=3, past=4),
+                  dynamic_shapes=models.t5_dynamic_shapes(model))
+    assert transformers.EncoderDecoderCache not in pytree.SUPPORTED_NODES
+    names = [i.name for i in onx.graph.input]
+    assert "present.cross_attention_cache.1.value" in [o.name for o in onx.graph.output]
+    sess = InferenceSession(onx)
+    for batch in (1, 3):
+        inputs = models.t5_inputs(model, batch=batch, enc=6, dec=2, past=5, seed=batch)
+        feeds = {k: inputs[k] for k in ("input_ids", "attention_mask", "decoder_input_ids")}
+        cache = inputs["past_key_values"]
+        for part in ("self_attention_cache", "cross_attention_cache"):
+            for i, layer in enumerate(getattr(cache, part).layers):
+                feeds[f"past_key_values.{part}.{i}.key"] = layer.keys
+                feeds[f"past_key_values.{part}.{i}.value"] = layer.values
+        got = sess.run(None, {n: feeds[n] for n in names})
+        with torch.no_grad():
+            expected = model(**inputs).logits.numpy()
+        np.testing.assert_allclose(got[0], expected, atol=1e-4, rtol=1e-4)
