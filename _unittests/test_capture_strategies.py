@@ -128,6 +128,11 @@ def test_refine_refuses_static_axis():
         to_onnx(Static(), (torch.randn(8),), dynamic_shapes={"x": {0: Dim("a")}})
 
 
+def test_named_axis_made_static_names_input_and_axis():
+    with pytest.raises(DynamicShapeError, match=r"input x axis 0 \('a'\) would become static \(8\)"):
+        to_onnx(Static(), (torch.randn(8),), dynamic_shapes={"x": {0: "a"}})
+
+
 def test_refine_strategies_off():
     with pytest.raises(DynamicShapeError, match="Suggested fixes"):
         to_onnx(Conv(), (torch.randn(2, 3, 8, 8),), dynamic_shapes=({2: Dim("h")},), capture_strategies=False)

@@ -223,6 +223,25 @@ def _suggested_fixes(message: str) -> list[tuple[str, str]]:
     return fixes
 
 
+def _made_static(message: str, spec: ds.DimSpec) -> str:
+    """``input x axis 0 ('a') ...``: the axes torch reports as specialized to a constant, in the user's words."""
+    found = re.findall(r"You marked L\['(\w+)'\]((?:\[[^\]]+\])*)\.size\(\)\[(\d+)\] as dynamic but your code "
+                       r"specialized it to be a constant \((\d+)\)", message)
+    parts = []
+    for name, sub, axis, value in found:
+        label = name + sub
+        names = next((axes for lab, axes in spec.axes.values() if lab == label), {})
+        user = names.get(int(axis))
+        parts.append(f"input {label} axis {axis}{f' ({user!r})' if user else ''} would become static ({value})")
+    if not parts:
+        return ""
+    return (
+        f"axes declared dynamic are fixed by the model: {'; '.join(parts)}. aten2onnx does not silently drop a "
+        "dynamic axis: declare the axis static (remove it from dynamic_shapes) or change the model's code that "
+        "fixes this size (a reshape to constants, a slice of a fixed length)."
+    )
+
+
 def _axes_named(spec: ds.DimSpec, name: str) -> list[str]:
     return [f"input {label} axis {axis}" for label, axes in spec.axes.values() for axis, n in axes.items() if n == name]
 
@@ -374,4 +393,7 @@ def _export_mode(model, args, kwargs, spec, strict, strategies, report) -> torch
                 refinements += 1
                 report.use("refine_dynamic_shapes", f"applied torch's suggested fixes: {applied}")
                 continue
+            made_static = _made_static(message, spec)
+            if made_static:
+                raise DynamicShapeError(f"{made_static}\n{e}") from e.__cause__
             raise
