@@ -222,8 +222,12 @@ class Interpreter:
             return {k: self.lookup(v, env) for k, v in arg.items()}
         return arg
 
-    def _annotate(self, node: torch.fx.Node, result: Any, val: Any, created: set[int], name: str) -> None:
-        """Checks ``result`` against PyTorch's ``val``, then names and shapes the new values."""
+    def _annotate(
+        self, node: torch.fx.Node, result: Any, val: Any, created: set[int], name: str, path: tuple[int, ...] = ()
+    ) -> None:
+        """Checks ``result`` against PyTorch's ``val``, then names and shapes the new values; each one records
+        the FX output it holds in ``metadata_props['pkg.torch.fx_output']`` (``max:1``: output 1 of ``max``),
+        which ``find_discrepancies`` reads."""
         if isinstance(val, (tuple, list)):
             if not isinstance(result, (tuple, list)) or len(result) != len(val):
                 raise ConversionError(
@@ -232,7 +236,7 @@ class Interpreter:
                 )
             for i, (r, v) in enumerate(zip(result, val)):
                 if r is not None:
-                    self._annotate(node, r, v, created, f"{name}_{i}" if i else name)
+                    self._annotate(node, r, v, created, f"{name}_{i}" if i else name, path + (i,))
             return
         if not isinstance(result, ir.Value):
             return  # Python value: a static size or a constant
@@ -257,6 +261,7 @@ class Interpreter:
             elif isinstance(val, (torch.SymInt, torch.SymBool, int, bool)) and result.shape is None:
                 result.shape = ir.Shape([])
             self.builder.rename(result, name)
+            result.metadata_props["pkg.torch.fx_output"] = ":".join([node.name, *map(str, path)])
             self._named.add(id(result))
 
 

@@ -30,6 +30,8 @@ def compare_arrays(expected: torch.Tensor, got: np.ndarray, atol: float, rtol: f
     >>> compare_arrays(torch.tensor([True, False]), np.array([True, True]), 1e-4, 1e-3).ok
     False
     """
+    if isinstance(expected, torch.Tensor) and expected.is_complex():
+        expected = torch.view_as_real(expected.resolve_conj())  # ONNX holds complex values as (real, imag) pairs
     exp = to_numpy(expected) if isinstance(expected, torch.Tensor) else np.asarray(expected)
     got = np.asarray(got)
     if tuple(exp.shape) != tuple(got.shape):

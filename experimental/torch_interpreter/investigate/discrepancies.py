@@ -26,7 +26,7 @@ from ..provenance import module_scope, source_line
 from ..registry import Registry, target_key
 from ..runtime import to_numpy
 from .compare import compare_arrays
-from .onnx_run import fx_groups, observed, result_values, run_unoptimized
+from .onnx_run import fx_groups, fx_outputs, observed, result_values, run_unoptimized
 from .torch_run import run_exported_program, user_inputs
 
 logger = logging.getLogger(__name__)
@@ -296,6 +296,7 @@ class _Aligner:
         self, ep: torch.export.ExportedProgram, model: ir.Model, torch_results: dict[str, Any], inputs: dict[str, Any]
     ):
         self.groups = fx_groups(model.graph)
+        self.tags = fx_outputs(model.graph)
         self.results = torch_results
         self.nodes = {n.name: n for n in ep.graph.nodes}
         self.outputs = self._graph_outputs(ep, model)
@@ -346,13 +347,18 @@ class _Aligner:
         """The ONNX value of output ``path`` of FX node ``name`` and the FX node it was found under."""
         node = self.nodes[name]
         group = self.groups.get(name)
+        tag = ":".join([name, *map(str, path)])
+        if tag in self.tags:
+            return self.tags[tag], name
         if group:
-            named = result_values(name, group)
-            onnx_name = name + "".join(f"_{i}" for i in path if i)
-            if onnx_name in named:
-                return named[onnx_name], name
-            if not path and name in self.outputs:
-                return self.outputs[name], name
+            if not self.tags:  # a model made before values were tagged: names, when they are unambiguous
+                named = result_values(name, group)
+                expected = {name + "".join(f"_{i}" for i in p if i) for p in _index_path(node.meta.get("val"))}
+                onnx_name = name + "".join(f"_{i}" for i in path if i)
+                if onnx_name in named and set(named) == expected:
+                    return named[onnx_name], name
+                if not path and name in self.outputs:
+                    return self.outputs[name], name
             self.missing_reason.setdefault(name, "no ONNX value named after it (removed as unused or renamed)")
             return None, ""
         if not path and name in self.outputs:

@@ -23,6 +23,7 @@ from ..runtime import InferenceSession
 logger = logging.getLogger(__name__)
 
 FX_NODE = "pkg.torch.fx_node"
+FX_OUTPUT = "pkg.torch.fx_output"  # on a value: the FX output it holds, ``max:1`` for output 1 of ``max``
 
 
 def fx_groups(graph: ir.Graph) -> dict[str, list[ir.Node]]:
@@ -40,6 +41,24 @@ def fx_groups(graph: ir.Graph) -> dict[str, list[ir.Node]]:
         if name:
             groups[name].append(node)
     return dict(groups)
+
+
+def fx_outputs(graph: ir.Graph) -> dict[str, ir.Value]:
+    """The values of ``graph`` (top level) tagged with the FX output they hold (``linear``, ``max:1``).
+
+    >>> import torch
+    >>> from experimental.torch_interpreter import to_onnx
+    >>> model = to_onnx(torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU()), (torch.randn(1, 2),), as_ir=True)
+    >>> {k: v.name for k, v in fx_outputs(model.graph).items()}
+    {'linear': 'linear', 'relu': 'output'}
+    """
+    tags: dict[str, ir.Value] = {}
+    for node in graph:
+        for value in node.outputs:
+            tag = value.metadata_props.get(FX_OUTPUT)
+            if tag:
+                tags.setdefault(tag, value)
+    return tags
 
 
 def result_values(name: str, nodes: Sequence[ir.Node]) -> dict[str, ir.Value]:
