@@ -550,3 +550,12 @@ def test_write_through_expand_of_a_dynamic_length():
         dynamic_shapes=({0: "b", 1: "n"},),
         more_inputs=[((torch.randn(5, 2),), None)],
     )
+
+
+def test_one_hot_of_data_dependent_width_is_a_clear_error():
+    """num_classes=-1: the width is the largest value plus one; torch.export refuses it, with advice."""
+    from experimental.torch_interpreter import to_onnx
+    from experimental.torch_interpreter.errors import ExportCaptureError
+
+    with pytest.raises(ExportCaptureError, match=r"data-dependent(.|\n)*What to try: the output shape depends"):
+        to_onnx(Fn(lambda x: torch.nn.functional.one_hot(x)), (torch.tensor([0, 3, 1]),), capture_strategies=False)
