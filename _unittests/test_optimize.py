@@ -169,6 +169,39 @@ def test_onnxruntime_level_fuses_bert():
     )
     ops = collections.Counter(n.op_type for n in onx.graph.node)
     assert ops["SkipLayerNormalization"] >= 4, ops
+    assert ops["BiasGelu"] == 2 and "Erf" not in ops, ops  # one per layer, the Linear's bias taken in
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_onnxruntime_level_fuses_gelu(approximate, dtype):
+    """aten::gelu's translation becomes com.microsoft Gelu/BiasGelu (erf) or FastGelu (tanh): float32 only,
+    float16 is computed in float32 by the translation and fused there."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(approximate=approximate)).to(dtype)
+    tol = dict(atol=1e-2, rtol=1e-2) if dtype == torch.float16 else {}
+    onx = check_model(
+        model, (torch.randn(2, 5, 8, dtype=dtype) * 3,), dynamic_shapes=({0: "batch"},),
+        more_inputs=[((torch.randn(3, 5, 8, dtype=dtype),), None)], optimize="onnxruntime", **tol,
+    )
+    ops = {(n.domain, n.op_type) for n in onx.graph.node}
+    # float16: the bias is added before the Cast to float32, BiasGelu cannot take it
+    fused = "FastGelu" if approximate == "tanh" else "BiasGelu" if dtype == torch.float32 else "Gelu"
+    assert ("com.microsoft", fused) in ops, ops
+    assert not {("", "Erf"), ("", "Tanh")} & ops
+
+
+def test_onnxruntime_level_fuses_gpt2_tanh_gelu():
+    """transformers' NewGELUActivation (pow(x, 3), written out in aten ops) becomes FastGelu."""
+    torch.manual_seed(0)
+    model, make_inputs, dynamic = _family("gpt2")
+    onx = check_model(
+        model, (), make_inputs(2, 7), dynamic_shapes=dynamic, more_inputs=[((), make_inputs(3, 12))],
+        atol=1e-4, optimize="onnxruntime", check_onnx=False,
+    )
+    ops = collections.Counter(n.op_type for n in onx.graph.node)
+    assert ops["FastGelu"] == 2 and "Tanh" not in ops, ops
+    assert ops["MultiHeadAttention"] == 2 and ops["SkipLayerNormalization"] == 4, ops
 
 
 def test_optimize_false_is_the_translation():

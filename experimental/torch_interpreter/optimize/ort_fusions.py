@@ -6,8 +6,8 @@ The fusions are onnxscript's (``onnxscript.rewriter.ort_fusions.optimize_for_ort
 (``MultiHeadAttention``/``GroupQueryAttention`` from the softmax(QK^T)V pattern), GELU (``FastGelu``,
 ``BiasGelu``), ``FusedMatMul``. Their patterns spell axes the way ``torch.onnx.export`` writes them;
 :class:`CanonicalAxesPass` rewrites ours the same way first, without it no RMSNorm, skip-norm or rotary
-pattern matches the graphs of ``to_onnx``. What the fusions leave around attention is cleaned by
-:mod:`.ort_rewrites`.
+pattern matches the graphs of ``to_onnx``. GELU, and what the fusions leave around attention, are
+rewritten by :mod:`.ort_rewrites`.
 
 * ``ReduceMean(x, axes=[-1], noop_with_empty_axes=0)``: the RMSNorm pattern compares the axes and the
   attribute literally, the translation writes the positive axis (``[2]``) and leaves the attribute out;
@@ -23,7 +23,7 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 
-from .ort_rewrites import rewrite_around_attention
+from .ort_rewrites import fuse_gelu, rewrite_around_attention
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,9 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
 
     CanonicalAxesPass()(model)
     ir_version = model.ir_version
+    gelu = fuse_gelu(model)  # before onnxscript's: its BiasGelu fusion reads com.microsoft::Gelu
     _, counts = ort_fusions.optimize_for_ort(model)
+    counts.update(gelu)
     counts.update(rewrite_around_attention(model))
     model.ir_version = ir_version
     if any(n.domain == "com.microsoft" for n in model.graph.all_nodes()):

@@ -1,6 +1,12 @@
-"""Rewrites of our own after onnxscript's ORT fusions, for what they leave around ``MultiHeadAttention``.
+"""Rewrites of our own, around onnxscript's ORT fusions, where their patterns do not see our spellings.
 
-The translation of ``scaled_dot_product_attention`` sets to 0 the rows a mask hides entirely (PyTorch's
+GELU: onnxscript's patterns divide by ``sqrt(2)`` and group ``x * (0.5 * (1 + t))``; the translation of
+``aten::gelu`` multiplies by ``sqrt(0.5)``, cubes with ``x * (x * x)`` and groups ``(x * 0.5) * (t + 1)``, as
+does the tanh GELU written out by hand in transformers (``NewGELUActivation``, GPT-2, with ``pow(x, 3)``). :data:`GELU_RULES` fuse both into
+``com.microsoft`` ``Gelu`` (``BiasGelu`` after onnxscript's bias fusion) and ``FastGelu``, on float32 only
+(the CPU kernels' type).
+
+Attention: the translation of ``scaled_dot_product_attention`` sets to 0 the rows a mask hides entirely (PyTorch's
 result; the softmax of a row of ``-inf`` is NaN): after the fusion, that ``Where`` sits between the
 ``Transpose`` out of the fused kernel's layout and the ``Transpose`` back to it, and keeps both.
 :class:`WhereBetweenTransposesPass` transposes the (small) condition instead. onnxscript's fusions are
@@ -10,10 +16,12 @@ written against ``torch.onnx.export``'s graphs, which have no such guard (their 
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
+from onnxscript.rewriter import pattern
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +80,60 @@ class WhereBetweenTransposesPass(InPlacePass):
             count += 1
         self.count = count
         return PassResult(model, count > 0)
+
+
+class _GeluFusion(pattern.RewriteRuleClassBase):
+    """``(x * 0.5) * (erf(x * sqrt(0.5)) + 1)`` → ``com.microsoft::Gelu``, or the tanh form → ``FastGelu``."""
+
+    def __init__(self, name: str, tanh: bool, cube_as_pow: bool = True):
+        super().__init__(name)
+        self._tanh = tanh
+        self._pow = cube_as_pow
+
+    def pattern(self, op, x):
+        if self._tanh:
+            cube = op.Pow(x, 3.0) if self._pow else op.Mul(x, op.Mul(x, x))
+            inner = op.Add(x, op.Mul(cube, 0.044715))
+            t = op.Tanh(op.Mul(inner, math.sqrt(2 / math.pi)))
+        else:
+            t = op.Erf(op.Mul(x, math.sqrt(0.5)))
+        return op.Mul(op.Mul(x, 0.5), op.Add(t, 1.0))
+
+    def check(self, context, x, **_) -> pattern.MatchResult:
+        result = pattern.MatchResult()
+        if x.dtype != ir.DataType.FLOAT:
+            return result.fail("the CPU kernels take float32 only", x)
+        return result
+
+    def rewrite(self, op, x, **_):
+        return op.FastGelu(x, _domain="com.microsoft") if self._tanh else op.Gelu(x, _domain="com.microsoft")
+
+
+#: GELU spelled as ``aten::gelu``'s translation and transformers' tanh GELU write it (operands commuted too)
+GELU_RULES = pattern.RewriteRuleSet(
+    [
+        _GeluFusion.rule("ErfGelu", tanh=False),
+        _GeluFusion.rule("TanhGeluPow", tanh=True),
+        _GeluFusion.rule("TanhGeluMul", tanh=True, cube_as_pow=False),
+    ],
+    commute=True,
+)
+
+
+def fuse_gelu(model: ir.Model) -> dict[str, int]:
+    """Applies :data:`GELU_RULES` to ``model`` in place; returns ``{"gelu": n}`` when ``n > 0`` applied.
+
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import to_onnx
+        >>> from experimental.torch_interpreter.optimize.ort_rewrites import fuse_gelu
+        >>> m = to_onnx(torch.nn.GELU(approximate="tanh"), (torch.randn(2, 3),), as_ir=True)
+        >>> fuse_gelu(m), [n.op_type for n in m.graph]
+        ({'gelu': 1}, ['FastGelu'])
+    """
+    count = GELU_RULES.apply_to_model(model)
+    return {"gelu": count} if count else {}
 
 
 def rewrite_around_attention(model: ir.Model) -> dict[str, int]:
