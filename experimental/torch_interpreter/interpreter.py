@@ -263,6 +263,8 @@ class Interpreter:
             self.builder.rename(result, name)
             result.metadata_props["pkg.torch.fx_output"] = ":".join([node.name, *map(str, path)])
             self._named.add(id(result))
+        elif "pkg.torch.fx_output" not in result.metadata_props:  # a constant, an input returned as is
+            result.metadata_props["pkg.torch.fx_output"] = ":".join([node.name, *map(str, path)])
 
 
 def output_vals(module: torch.fx.GraphModule) -> list[Any]:

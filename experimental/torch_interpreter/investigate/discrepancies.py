@@ -378,7 +378,9 @@ class _Aligner:
             else:
                 return self.resolve(source.name, (), depth + 1)
         self.missing_reason.setdefault(
-            name, "no ONNX node of its own (a constant, or a value the converter reused)"
+            name,
+            "nothing uses its result (removed)" if not node.users
+            else "no ONNX value holds it (folded into a constant, or removed because nothing uses the result)",
         )
         return None, ""
 
