@@ -88,6 +88,9 @@ class NodeDiscrepancy:
         ]
         return "\n".join(lines)
 
+    def __str__(self) -> str:
+        return self.describe()
+
     def save_repro(self, folder: str | os.PathLike) -> list[str]:
         """Writes a standalone repro of this node in ``folder`` (see :func:`.repro.save_repro`):
         ``model.onnx`` (the node's ONNX nodes alone), ``inputs.npz`` and ``inputs.pt`` (the values
@@ -158,6 +161,9 @@ class DiscrepancyReport:
             lines += ["", f"Not compared ({len(self.skipped)}):", ""]
             lines += [f"- {name}: {why}" for name, why in self.skipped]
         return "\n".join(lines) + "\n"
+
+    def _repr_markdown_(self) -> str:  # notebooks show the table
+        return self.to_markdown()
 
     def plot(self, ax: Any = None, title: str | None = None) -> Any:
         """The absolute error per node in graph order (log scale), the first differing node marked;

@@ -130,6 +130,9 @@ class ExportReport:
     def __str__(self) -> str:
         return self.to_markdown()
 
+    def _repr_markdown_(self) -> str:  # notebooks show the report
+        return self.to_markdown()
+
     def save(self, path: str | os.PathLike) -> str:
         """Writes the markdown to ``path``; returns the path."""
         path = os.fspath(path)
