@@ -13,6 +13,7 @@ import torch.utils._pytree as pytree  # noqa: E402
 import transformers  # noqa: E402
 
 from experimental.torch_interpreter import (  # noqa: E402
+    CaptureStrategyWarning,
     DynamicShapeError,
     ExportCaptureError,
     InferenceSession,
@@ -35,12 +36,17 @@ def _expected(model, inputs: dict) -> list[np.ndarray]:
     return [t.numpy() for t in tensors]
 
 
-@pytest.mark.parametrize("name", ["llama", "mistral", "gpt2"])
-def test_default_cache_batch_of_one(name):
+@pytest.mark.parametrize(
+    "name,given",
+    [("llama", False), ("mistral", False), ("gpt2", False), ("llama", True)],
+    ids=["llama", "mistral", "gpt2", "llama_given_shapes"],
+)
+def test_default_cache_batch_of_one(name, given):
+    """``to_onnx(model, kwargs=inputs)``: nothing else; the dynamic shapes are inferred (or given)."""
     model = models.decoder_model(name)
     assert model.config.use_cache
     inputs = models.decoder_inputs(model, batch=1, seq=3, past=4)
-    onx = to_onnx(model, kwargs=inputs, dynamic_shapes=models.decoder_dynamic_shapes(model))
+    onx = to_onnx(model, kwargs=inputs, dynamic_shapes=models.decoder_dynamic_shapes(model) if given else None)
     # the registration was scoped to the export, the user's cache was not extended
     assert transformers.DynamicCache not in pytree.SUPPORTED_NODES
     assert inputs["past_key_values"].get_seq_length() == 4
@@ -48,8 +54,11 @@ def test_default_cache_batch_of_one(name):
     assert outputs == ["logits", "present.0.key", "present.0.value", "present.1.key", "present.1.value"]
     dims = [d.dim_param or d.dim_value for d in onx.graph.input[2].type.tensor_type.shape.dim]
     assert dims[0] == "batch" and dims[2] == "past"
+    assert [d.dim_param for d in onx.graph.input[0].type.tensor_type.shape.dim] == ["batch", "seq"]
     meta = {p.key: p.value for p in onx.metadata_props}
-    assert meta["aten2onnx.capture.strategies"] == "transformers_caches,size_oblivious"
+    inferred = "transformers_caches,transformers_dynamic_shapes,size_oblivious"
+    expected = "transformers_caches,size_oblivious" if given else inferred
+    assert meta["aten2onnx.capture.strategies"] == expected
     sess = InferenceSession(onx)
     for batch, seq, past in [(1, 3, 4), (3, 5, 7)]:
         feeds_inputs = models.decoder_inputs(model, batch=batch, seq=seq, past=past, seed=batch)
@@ -77,10 +86,12 @@ def test_sequence_of_one_says_what_to_change():
 
 def test_t5_encoder_decoder_cache_batch_of_one():
     model = models.t5_model()
-    onx = to_onnx(model, kwargs=models.t5_inputs(model, batch=1, enc=5, dec=3, past=4),
-                  dynamic_shapes=models.t5_dynamic_shapes(model))
+    onx = to_onnx(model, kwargs=models.t5_inputs(model, batch=1, enc=5, dec=3, past=4))
     assert transformers.EncoderDecoderCache not in pytree.SUPPORTED_NODES
     names = [i.name for i in onx.graph.input]
+    dims = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in onx.graph.input}
+    assert dims["input_ids"] == ["batch", "encoder_seq"] and dims["decoder_input_ids"] == ["batch", "seq"]
+    assert dims["past_key_values.cross_attention_cache.0.key"][2] == "encoder_seq"
     assert "present.cross_attention_cache.1.value" in [o.name for o in onx.graph.output]
     sess = InferenceSession(onx)
     for batch in (1, 3):
@@ -95,3 +106,26 @@ def test_t5_encoder_decoder_cache_batch_of_one():
         with torch.no_grad():
             expected = model(**inputs).logits.numpy()
         np.testing.assert_allclose(got[0], expected, atol=1e-4, rtol=1e-4)
+
+
+class FixedLength(transformers.PreTrainedModel):
+    """A transformers model whose code fixes the sequence length: the inferred dynamic shapes cannot hold."""
+
+    config_class = transformers.PretrainedConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.embedding = torch.nn.Embedding(10, 4)
+
+    def forward(self, input_ids):
+        return self.embedding(input_ids).reshape(2, 12)
+
+
+def test_inferred_shapes_fall_back_to_static():
+    model = FixedLength(transformers.PretrainedConfig()).eval()
+    ids = torch.randint(0, 10, (2, 3))
+    with pytest.warns(CaptureStrategyWarning, match="usual dynamic shapes of a transformers model do not fit"):
+        onx = to_onnx(model, kwargs={"input_ids": ids})
+    assert [d.dim_value for d in onx.graph.input[0].type.tensor_type.shape.dim] == [2, 3]
+    got = InferenceSession(onx).run(None, {"input_ids": ids})[0]
+    np.testing.assert_allclose(got, model(ids).detach().numpy(), rtol=1e-6)

@@ -4,6 +4,9 @@ Each strategy is named; ``to_onnx(..., capture_strategies=...)`` takes ``True`` 
 ``False`` (none: one plain ``torch.export.export``) or a tuple of names. The strategies used are
 logged and recorded in the ONNX model's ``metadata_props`` (``aten2onnx.capture.*``).
 
+- ``transformers_dynamic_shapes``: a transformers ``PreTrainedModel`` given no ``dynamic_shapes`` gets the
+  usual ones for its known inputs (see :func:`transformers_dynamic_shapes`): ``batch``, ``seq``, ``past``,
+  ``total`` (attention mask), ``encoder_seq``; other inputs stay static.
 - ``size_oblivious``: an example size 0 or 1 on an axis declared dynamic (a batch of 1) makes torch.export
   specialize the axis. The capture then runs under ``torch.fx.experimental._config.backed_size_oblivious``
   (from the start when such a size is seen, or as a retry when torch reports a 0/1 specialization), which
@@ -51,6 +54,7 @@ logger = logging.getLogger(__name__)
 #: every strategy, in the order they are considered
 STRATEGIES = (
     "transformers_caches",
+    "transformers_dynamic_shapes",
     "size_oblivious",
     "refine_dynamic_shapes",
     "control_flow_aliasing",
@@ -89,6 +93,8 @@ class CaptureReport:
     applied: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     constants: dict[str, Any] = field(default_factory=dict)
+    #: the dynamic shapes were inferred (transformers_dynamic_shapes), not given: static is a fallback
+    inferred_shapes: bool = False
 
     def use(self, strategy: str, note: str) -> None:
         if strategy not in self.applied:
@@ -156,6 +162,73 @@ def scope(model: Any, args: tuple, kwargs: dict, report: CaptureReport) -> Itera
         for patch, fn in reversed(undo):
             fn()
             logger.debug("undid patch %r", patch.name)
+
+
+_DECODER_AXES = {
+    "input_ids": {0: "batch", 1: "seq"},
+    "inputs_embeds": {0: "batch", 1: "seq"},
+    "position_ids": {0: "batch", 1: "seq"},
+    "token_type_ids": {0: "batch", 1: "seq"},
+    "attention_mask": {0: "batch", 1: "total"},
+    "cache_position": {0: "seq"},
+}
+_ENCODER_DECODER_AXES = {
+    "input_ids": {0: "batch", 1: "encoder_seq"},
+    "inputs_embeds": {0: "batch", 1: "encoder_seq"},
+    "attention_mask": {0: "batch", 1: "encoder_seq"},
+    "decoder_input_ids": {0: "batch", 1: "seq"},
+    "decoder_attention_mask": {0: "batch", 1: "total"},
+    "decoder_position_ids": {0: "batch", 1: "seq"},
+    "cache_position": {0: "seq"},
+}
+
+
+def _cache_spec(cache: Any, length: str) -> list[dict[int, str]] | None:
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        return None
+    return [{0: "batch", 2: length}] * (2 * len(layers))
+
+
+def transformers_dynamic_shapes(model: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    """The dynamic shapes of a transformers model's known keyword inputs, or None when ``model`` is not a
+    ``PreTrainedModel`` or takes positional inputs.
+
+    Decoder-only: ``input_ids`` ``(batch, seq)``, ``attention_mask`` ``(batch, total)``, each cache tensor
+    ``(batch, heads, past, dim)``; encoder-decoder: ``input_ids`` ``(batch, encoder_seq)``,
+    ``decoder_input_ids`` ``(batch, seq)``, the cross-attention cache on ``encoder_seq``.
+    """
+    if not _is_transformers_model(model) or args:
+        return None
+    encdec = bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False))
+    known = _ENCODER_DECODER_AXES if encdec else _DECODER_AXES
+    spec: dict[str, Any] = {}
+    for name, value in kwargs.items():
+        if isinstance(value, torch.Tensor) and name in known:
+            spec[name] = {a: n for a, n in known[name].items() if a < value.dim()}
+        elif _is_cache(value) and hasattr(value, "self_attention_cache"):
+            self_spec = _cache_spec(value.self_attention_cache, "past")
+            cross_spec = _cache_spec(value.cross_attention_cache, "encoder_seq")
+            spec[name] = [self_spec, cross_spec] if self_spec is not None and cross_spec is not None else None
+        elif _is_cache(value):
+            spec[name] = _cache_spec(value, "past")
+    return spec if any(v is not None for v in spec.values()) else None
+
+
+def default_dynamic_shapes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, report: CaptureReport) -> Any:
+    """``dynamic_shapes``, or when None and the strategy ``transformers_dynamic_shapes`` applies, the usual
+    dynamic shapes of a transformers model (recorded in the report)."""
+    if dynamic_shapes is not None or "transformers_dynamic_shapes" not in report.strategies:
+        return dynamic_shapes
+    spec = transformers_dynamic_shapes(model, args, kwargs)
+    if spec is None:
+        return None
+    shown = ", ".join(
+        f"{k}: {v}" if isinstance(v, dict) else f"{k}: {len(v)} cache tensors" for k, v in spec.items() if v
+    )
+    report.use("transformers_dynamic_shapes", f"no dynamic_shapes given: used {shown}")
+    report.inferred_shapes = True
+    return spec
 
 
 # -- 0/1 sizes ----------------------------------------------------------------------------------------------
@@ -282,7 +355,19 @@ def export(
 ) -> torch.export.ExportedProgram:
     """``capture.export`` with the strategies of ``report``, which records what was applied; then the
     checks of the captured program (a tensor output, the scalars made constant)."""
-    ep = _export(model, args, kwargs, spec, report.strict, report.strategies, report)
+    try:
+        ep = _export(model, args, kwargs, spec, report.strict, report.strategies, report)
+    except (DynamicShapeError, ExportCaptureError) as e:
+        if not report.inferred_shapes:
+            raise
+        # the user asked for nothing dynamic: the shapes inferred for a transformers model were a guess
+        first = str(e).splitlines()[0]
+        note = f"the usual dynamic shapes of a transformers model do not fit this one ({first}): exported static"
+        report.use("transformers_dynamic_shapes", note)
+        warnings.warn(f"{note}; pass dynamic_shapes to choose the dynamic axes", CaptureStrategyWarning, stacklevel=3)
+        spec.torch_spec, spec.axes = None, {}
+        _clear_dynamic_marks((args, kwargs))
+        ep = _export(model, args, kwargs, spec, report.strict, report.strategies, report)
     if "lower_functorch" in report.strategies:
         ep = lower_functorch(ep, report)
     checks.check_outputs(ep)
@@ -317,6 +402,16 @@ def lower_functorch(ep: torch.export.ExportedProgram, report: CaptureReport) -> 
         )
     report.use("lower_functorch", f"torch.vmap batching ops lowered to aten ops ({len(nodes)} functorch nodes)")
     return lowered
+
+
+def _clear_dynamic_marks(inputs: Any) -> None:
+    """Removes the marks torch.export leaves on the input tensors of a capture with dynamic shapes
+    (``mark_dynamic``): a capture without them would still treat those axes as dynamic."""
+    for _, leaf in tree_flatten_with_path(inputs)[0]:
+        if isinstance(leaf, torch.Tensor):
+            for attr in ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices", "_dynamo_unbacked_indices"):
+                if hasattr(leaf, attr):
+                    delattr(leaf, attr)
 
 
 def start(

@@ -143,6 +143,7 @@ def to_onnx(
             report = cs.start(model, target_opset, strict, capture_strategies)
             with cs.scope(model, args, kwargs, report), capture.keywords_as_parameters(model, kwargs):
                 bound = ds.bind_inputs(model.forward, args, kwargs)
+                dynamic_shapes = cs.default_dynamic_shapes(model, args, kwargs, dynamic_shapes, report)
                 spec = ds.normalize(bound, args, kwargs, dynamic_shapes)
                 # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
                 with capture_autograd_functions(autograd_functions, training=model.training, strict=strict):
