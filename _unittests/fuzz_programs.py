@@ -27,6 +27,7 @@ import random
 import re
 import textwrap
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -269,7 +270,8 @@ class _Builder:
         env: dict[str, Any] = {"torch": torch, "F": torch.nn.functional, "self": self.holder}
         env.update({u.name: u.value.clone() for u in self.vars})
         try:
-            with torch.no_grad():
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # var() of one element warns, as eager does
                 for line in lines:
                     exec(line, env)  # noqa: S102
         except Exception:  # noqa: BLE001  (the op does not apply to these operands: try another)
@@ -797,7 +799,8 @@ class Outcome:
 
 
 def _eager(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         out = model(*copy.deepcopy(inputs))
     return [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
 

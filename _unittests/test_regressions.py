@@ -559,3 +559,14 @@ def test_one_hot_of_data_dependent_width_is_a_clear_error():
 
     with pytest.raises(ExportCaptureError, match=r"data-dependent(.|\n)*What to try: the output shape depends"):
         to_onnx(Fn(lambda x: torch.nn.functional.one_hot(x)), (torch.tensor([0, 3, 1]),), capture_strategies=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_adaptive_avg_pool_of_half_precision_with_dynamic_axes(dtype):
+    """adaptive_avg_pool2d of bfloat16 with dynamic axes failed (TypeError: 'NoneType' object is not iterable):
+    the input cast to float32 had lost its shape (fuzz seed 856)."""
+    check_model(
+        Fn(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, 3)), (torch.randn(3, 6, 1, 6).to(dtype),),
+        dynamic_shapes=({0: "batch", 3: "w"},), more_inputs=[((torch.randn(4, 6, 1, 8).to(dtype),), None)],
+        atol=1e-2, rtol=1e-2,
+    )

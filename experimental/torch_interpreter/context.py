@@ -99,8 +99,13 @@ class NodeContext:
 
     # -- helpers used by many converters ---------------------------------------------------------------
     def cast(self, x: ir.Value, dtype: ir.DataType) -> ir.Value:
-        """Casts ``x`` to ``dtype`` unless it already has it."""
-        return x if x.dtype == dtype else self.op("Cast", x, to=dtype)
+        """Casts ``x`` to ``dtype`` unless it already has it; the result keeps the shape of ``x``."""
+        if x.dtype == dtype:
+            return x
+        y = self.op("Cast", x, to=dtype)
+        if y.shape is None and x.shape is not None:
+            y.shape = ir.Shape(list(x.shape))
+        return y
 
     def operand(self, x: Any, dtype: ir.DataType) -> ir.Value:
         """``x`` (a value, a Python scalar or a SymInt value) as a tensor of element type ``dtype``."""

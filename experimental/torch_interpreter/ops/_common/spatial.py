@@ -31,7 +31,9 @@ def spatial_ints(value: Any, n: int, name: str, default: Ints | None = None) -> 
 
 
 def spatial_dims(x: ir.Value, n: int) -> list[int | None]:
-    """The last ``n`` (spatial) dimensions of ``x``, None where dynamic."""
+    """The last ``n`` (spatial) dimensions of ``x``, None where dynamic (all None when ``x`` has no shape)."""
+    if x.shape is None:
+        return [None] * n
     return [d if isinstance(d, int) else None for d in list(x.shape)[-n:]]
 
 
