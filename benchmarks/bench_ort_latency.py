@@ -105,8 +105,11 @@ MODELS: dict[str, Callable[[], tuple[torch.nn.Module, dict, dict]]] = {
 VARIANTS = ("to_onnx", "to_onnx ort", "official", "official+ort")
 
 
-def export_variants(model: torch.nn.Module, inputs: dict, dynamic: dict) -> dict[str, tuple[bytes, int, float]]:
-    """(serialized model, node count, export seconds) of each variant."""
+def export_variants(
+    model: torch.nn.Module, inputs: dict, dynamic: dict, failed: dict[str, str]
+) -> dict[str, tuple[bytes, int, float]]:
+    """(serialized model, node count, export seconds) of each variant; an official export that fails is
+    recorded in ``failed``."""
     from onnxscript.rewriter import ort_fusions
 
     out: dict[str, tuple[bytes, int, float]] = {}
@@ -115,9 +118,14 @@ def export_variants(model: torch.nn.Module, inputs: dict, dynamic: dict) -> dict
         m = to_onnx(model, (), inputs, dynamic_shapes=dynamic, optimize=level, as_ir=True)
         out[name] = (ir.to_proto(m).SerializeToString(), len(m.graph), time.perf_counter() - begin)
     begin = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(model, (), kwargs=inputs, dynamic_shapes=dynamic, dynamo=True, verbose=False)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(model, (), kwargs=inputs, dynamic_shapes=dynamic, dynamo=True, verbose=False)
+    except Exception as e:  # noqa: BLE001  (the official exporter's failure is a result, not a crash)
+        failed["official"] = failed["official+ort"] = "torch.onnx.export fails: " + str(e).splitlines()[0][:160]
+        logger.warning("%s", failed["official"])
+        return out
     seconds = time.perf_counter() - begin
     official = program.model
     out["official"] = (ir.to_proto(official).SerializeToString(), len(official.graph), seconds)
@@ -147,14 +155,15 @@ def bench(name: str, repeat: int) -> dict[str, Any]:
     torch.manual_seed(0)
     model, inputs, dynamic = MODELS[name]()
     model = model.eval()
-    variants = export_variants(model, inputs, dynamic)
-    sessions, failed = {}, {}
+    failed: dict[str, str] = {}
+    variants = export_variants(model, inputs, dynamic, failed)
+    sessions = {}
     for k, v in variants.items():
         try:
             sessions[k] = ort.InferenceSession(v[0], ort.SessionOptions(), providers=["CPUExecutionProvider"])
         except Exception as e:  # noqa: BLE001  (a variant onnxruntime refuses is reported, not fatal)
-            failed[k] = str(e).splitlines()[0][:200]
-            logger.warning("%s %s: onnxruntime refuses the model: %s", name, k, failed[k])
+            failed[k] = "onnxruntime refuses the model: " + str(e).splitlines()[0][:160]
+            logger.warning("%s %s: %s", name, k, failed[k])
     feeds = {k: v.numpy() for k, v in inputs.items()}
     with torch.no_grad():
         expected = model(**copy.deepcopy(inputs))[0].numpy()
@@ -190,10 +199,10 @@ def write_table(rows: list[dict], path: str, command: str) -> None:
         lat, nodes = r["latency_ms"], r["nodes"]
         lines.append(f"   * - {r['model']}")
         lines += [f"     - {lat[v]:.1f}" if v in lat else "     - fails" for v in VARIANTS]
-        lines += [f"     - {nodes[v]}" for v in VARIANTS]
+        lines += [f"     - {nodes[v]}" if v in nodes else "     - fails" for v in VARIANTS]
         for a, b in (("to_onnx ort", "official+ort"), ("to_onnx", "official")):
             lines.append(f"     - {lat[a] / lat[b]:.2f}" if a in lat and b in lat else "     - n/a")
-        notes += [f"* {r['model']}, {k}: onnxruntime refuses the model: ``{e}``" for k, e in r["failed"].items()]
+        notes += [f"* {r['model']}, {k}: ``{e.replace(chr(96), chr(39))}``" for k, e in r["failed"].items()]
     lines += ["", *notes, "" if notes else "", f"Command: ``{command}``", ""]
     with open(path, "w") as f:
         f.write("\n".join(lines))
@@ -210,7 +219,7 @@ def write_plot(rows: list[dict], path: str) -> None:
     width = 0.8 / len(VARIANTS)
     for i, v in enumerate(VARIANTS):
         ax[0].bar(x + i * width, [r["latency_ms"].get(v, 0.0) for r in rows], width, label=v)
-        ax[1].bar(x + i * width, [r["nodes"][v] for r in rows], width, label=v)
+        ax[1].bar(x + i * width, [r["nodes"].get(v, 0) for r in rows], width, label=v)
     for a, title in zip(ax, ["ORT CPU latency (ms, median)", "nodes"]):
         a.set_xticks(x + width * (len(VARIANTS) - 1) / 2, [r["model"] for r in rows])
         a.set_title(title)

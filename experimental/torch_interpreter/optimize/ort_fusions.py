@@ -23,7 +23,7 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 
-from .ort_rewrites import fuse_gelu, rewrite_around_attention
+from .ort_rewrites import rewrite_around_attention, rewrite_before_fusions
 
 logger = logging.getLogger(__name__)
 
@@ -141,9 +141,11 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
 
     CanonicalAxesPass()(model)
     ir_version = model.ir_version
-    gelu = fuse_gelu(model)  # before onnxscript's: its BiasGelu fusion reads com.microsoft::Gelu
+    # before onnxscript's fusions: its BiasGelu fusion reads com.microsoft::Gelu, its attention patterns
+    # end with the heads merged (Transpose, Reshape) right after softmax(QK^T)V
+    ours = rewrite_before_fusions(model)
     _, counts = ort_fusions.optimize_for_ort(model)
-    counts.update(gelu)
+    counts.update(ours)
     counts.update(rewrite_around_attention(model))
     model.ir_version = ir_version
     if any(n.domain == "com.microsoft" for n in model.graph.all_nodes()):

@@ -136,6 +136,75 @@ def fuse_gelu(model: ir.Model) -> dict[str, int]:
     return {"gelu": count} if count else {}
 
 
+class GuardAfterMergeHeadsPass(InPlacePass):
+    """``Reshape(Transpose(Where(cond, a, x), (0, 2, 1, 3)), shape)`` → ``Where(Squeeze(cond, [1]), a,
+    Reshape(Transpose(x, (0, 2, 1, 3)), shape))`` when ``cond`` is ``[B, 1, S, 1]`` (one value per query
+    row, for every head) and the result ``[B, S, H*D]``: the guard moves after the heads are merged, and the
+    attention pattern ``SDPA → Transpose → Reshape`` of onnxscript's fusions appears.
+
+    Not when the heads merge into ``[B*S, H*D]`` (GPT-2's ``Conv1D``): onnxscript's attention fusion then
+    replaces that ``Reshape`` by one to ``[B, S, H*D]`` and the ``Gemm`` after it gets a rank-3 input
+    (onnxruntime refuses the model; it happens to ``torch.onnx.export``'s GPT-2 too)."""
+
+    def call(self, model: ir.Model) -> PassResult:
+        graph, count = model.graph, 0
+        for reshape in list(graph):
+            if reshape.op_type != "Reshape" or reshape.domain not in ("", "ai.onnx"):
+                continue
+            out = reshape.outputs[0]
+            transpose = _producer(reshape.inputs[0], "Transpose")
+            if out.shape is None or len(out.shape) != 3 or transpose is None:
+                continue
+            merged = transpose.outputs[0].shape
+            heads = merged[2] * merged[3] if merged is not None and len(merged) == 4 and all(
+                isinstance(d, int) for d in (merged[2], merged[3])) else None
+            if heads is None or out.shape[-1] != heads:
+                continue
+            if tuple(transpose.attributes.get_ints("perm", ())) != _SWAP_1_2:
+                continue
+            where = _producer(transpose.inputs[0], "Where")
+            if where is None or not _only_use(where.outputs[0], transpose) or not _only_use(transpose.outputs[0], reshape):
+                continue
+            cond, a, x = where.inputs
+            if _scalar(a) is None or cond is None or cond.shape is None or len(cond.shape) != 4:
+                continue
+            if cond.shape[1] != 1 or cond.shape[3] != 1:
+                continue
+            axes = ir.Value(
+                name=f"{where.name}_axes", type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape([1]),
+                const_value=ir.tensor(np.array([1], dtype=np.int64), name=f"{where.name}_axes"),
+            )
+            squeeze = ir.node("Squeeze", [cond, axes], name=f"{where.name}_Squeeze")
+            new_t = ir.node("Transpose", [x], attributes={"perm": list(_SWAP_1_2)}, name=f"{transpose.name}_x")
+            new_r = ir.node("Reshape", [new_t.outputs[0], *reshape.inputs[1:]], attributes=dict(reshape.attributes), name=f"{reshape.name}_x")
+            new_w = ir.node("Where", [squeeze.outputs[0], a, new_r.outputs[0]], name=f"{where.name}_merged")
+            squeeze.outputs[0].dtype = cond.dtype
+            squeeze.outputs[0].shape = ir.Shape([cond.shape[0], cond.shape[2], 1])
+            new_t.outputs[0].type, new_t.outputs[0].shape = transpose.outputs[0].type, transpose.outputs[0].shape
+            for n in (new_r, new_w):
+                n.outputs[0].type, n.outputs[0].shape = out.type, out.shape
+            for new, old in ((squeeze, where), (new_w, where), (new_t, transpose), (new_r, reshape)):
+                new.metadata_props.update(old.metadata_props)
+            graph.register_initializer(axes)
+            ir.convenience.replace_nodes_and_values(
+                graph, reshape, [where, transpose, reshape], [squeeze, new_t, new_r, new_w], [out], [new_w.outputs[0]]
+            )
+            count += 1
+        self.count = count
+        return PassResult(model, count > 0)
+
+
+def rewrite_before_fusions(model: ir.Model) -> dict[str, int]:
+    """GELU (:func:`fuse_gelu`) and the masked-row guard (:class:`GuardAfterMergeHeadsPass`), in place,
+    before onnxscript's fusions; returns how many times each applied (those that did)."""
+    counts = fuse_gelu(model)
+    guard = GuardAfterMergeHeadsPass()
+    guard(model)
+    if guard.count:
+        counts["guard_after_merge_heads"] = guard.count
+    return counts
+
+
 def rewrite_around_attention(model: ir.Model) -> dict[str, int]:
     """Runs the rewrites on ``model`` in place; returns how many times each applied (those that did).
 
