@@ -163,8 +163,8 @@ def _is_library(filename: str) -> bool:
 
 
 def where_it_failed(e: BaseException) -> str:
-    """``\nModel code: file:line in function: source`` for the innermost frame of the model's code in the
-    traceback of ``e`` (torch's, the standard library's and this package's frames skipped), and a note
+    """A line ``Model code: file:line in function: source`` for the innermost frame of the model's code in
+    the traceback of ``e`` (torch's, the standard library's and this package's frames skipped), and a note
     when the exception itself was raised inside torch (an internal error rather than the model's)."""
     frames = _frames(e)
     user = [f for f in frames if not _is_library(f.filename)]

@@ -167,7 +167,14 @@ def check_outputs(ep: torch.export.ExportedProgram) -> None:
 
 def constant_inputs(ep: torch.export.ExportedProgram) -> dict[str, Any]:
     """The user inputs torch.export baked into the graph as constants (Python scalars, strings, None
-    excluded), by input name."""
+    excluded), by input name.
+
+    >>> class Scale(torch.nn.Module):
+    ...     def forward(self, x, alpha: float):
+    ...         return x * alpha
+    >>> constant_inputs(torch.export.export(Scale(), (torch.ones(2), 0.5)))
+    {'alpha': 0.5}
+    """
     found = {}
     for spec in ep.graph_signature.input_specs:
         if spec.kind != InputKind.USER_INPUT:

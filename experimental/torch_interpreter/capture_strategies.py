@@ -197,6 +197,9 @@ def transformers_dynamic_shapes(model: Any, args: tuple, kwargs: dict) -> dict[s
     Decoder-only: ``input_ids`` ``(batch, seq)``, ``attention_mask`` ``(batch, total)``, each cache tensor
     ``(batch, heads, past, dim)``; encoder-decoder: ``input_ids`` ``(batch, encoder_seq)``,
     ``decoder_input_ids`` ``(batch, seq)``, the cross-attention cache on ``encoder_seq``.
+
+    >>> transformers_dynamic_shapes(torch.nn.Linear(2, 2), (), {"input_ids": torch.zeros(1, 3)}) is None
+    True
     """
     if not _is_transformers_model(model) or args:
         return None
@@ -235,7 +238,13 @@ def default_dynamic_shapes(model: Any, args: tuple, kwargs: dict, dynamic_shapes
 
 
 def small_dynamic_sizes(spec: ds.DimSpec, args: tuple, kwargs: dict) -> list[str]:
-    """``x axis 0 = 1``: the axes declared dynamic whose example size is 0 or 1."""
+    """``x axis 0 = 1``: the axes declared dynamic whose example size is 0 or 1.
+
+    >>> x = torch.zeros(1, 3)
+    >>> spec = ds.normalize(None, (x,), {}, ({0: "batch", 1: "n"},))
+    >>> small_dynamic_sizes(spec, (x,), {})
+    ['args_0 axis 0 = 1']
+    """
     if not spec.axes:
         return []
     leaves = {keystr(path): leaf for path, leaf in tree_flatten_with_path((args, kwargs))[0]}
@@ -361,13 +370,18 @@ def export(
         if not report.inferred_shapes:
             raise
         # the user asked for nothing dynamic: the shapes inferred for a transformers model were a guess
+        saved = spec.torch_spec, spec.axes
+        spec.torch_spec, spec.axes = None, {}
+        _clear_dynamic_marks((args, kwargs))
+        try:
+            ep = _export(model, args, kwargs, spec, report.strict, report.strategies, report)
+        except Exception:
+            spec.torch_spec, spec.axes = saved
+            raise e from e.__cause__  # static fails too: the first error is the one to read
         first = str(e).splitlines()[0]
         note = f"the usual dynamic shapes of a transformers model do not fit this one ({first}): exported static"
         report.use("transformers_dynamic_shapes", note)
         warnings.warn(f"{note}; pass dynamic_shapes to choose the dynamic axes", CaptureStrategyWarning, stacklevel=3)
-        spec.torch_spec, spec.axes = None, {}
-        _clear_dynamic_marks((args, kwargs))
-        ep = _export(model, args, kwargs, spec, report.strict, report.strategies, report)
     if "lower_functorch" in report.strategies:
         ep = lower_functorch(ep, report)
     checks.check_outputs(ep)
