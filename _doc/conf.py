@@ -48,7 +48,9 @@ html_css_files = ["custom.css"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+# no "members" default: with it, Sphinx 9 documents every member even where ``:members: a, b`` lists some, and
+# the public names re-exported by the package appeared twice on the API page
+autodoc_default_options = {"show-inheritance": True}
 napoleon_google_docstring = False
 napoleon_numpy_docstring = False
 
