@@ -93,8 +93,8 @@ plt.tight_layout()
 
 # %%
 # ``to_markdown()`` gives the table, here only the rows that differ (``report.rows`` holds one row per
-# compared node); the nodes that could not be compared are listed at the end with the reason (a constant
-# the converter folded has no ONNX node of its own).
+# compared node); the nodes that could not be compared are listed at the end with the reason (here a chain
+# of ``unsqueeze`` whose result nothing uses: the ONNX graph does not keep it).
 
 print(report.to_markdown(only_differing=True)[:2500])
 
