@@ -293,3 +293,9 @@ def test_nested_vmap():
 def test_vmap_strategies_off():
     with pytest.raises(Exception, match="_add_batch_dim"):
         to_onnx(Vmapped(), (torch.randn(3, 4), torch.randn(3, 4)), capture_strategies=False)
+
+
+def test_opset_too_high_exported_program():
+    ep = torch.export.export(Linear(), (torch.randn(2, 4),))
+    with pytest.raises(ConversionError, match="target_opset=29"):
+        to_onnx(ep, target_opset=29)

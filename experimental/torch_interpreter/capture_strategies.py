@@ -431,8 +431,7 @@ def _clear_dynamic_marks(inputs: Any) -> None:
 def start(
     model: torch.nn.Module, target_opset: int, strict: bool, choice: bool | str | Sequence[str] | None
 ) -> CaptureReport:
-    """Checks made before capture (opset supported, training mode) and the report of the capture to come."""
-    checks.check_opset(target_opset)
+    """Checks made before capture (training mode) and the report of the capture to come."""
     checks.warn_training_mode(model)
     return CaptureReport(strict=strict, strategies=resolve(choice))
 

@@ -130,6 +130,7 @@ def to_onnx(
             raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
         check_level(optimize)
         report = None  # what the capture strategies did (capture_strategies.py)
+        cs.checks.check_opset(target_opset)  # an opset onnx or onnxruntime cannot run: an error now, not at load
         registry = registry or _default_registry()
         if isinstance(model, torch.export.ExportedProgram):
             if dynamic_shapes is not None:
