@@ -15,6 +15,7 @@ import argparse
 import copy
 import logging
 import os
+import re
 import statistics
 import time
 import warnings
@@ -105,6 +106,14 @@ MODELS: dict[str, Callable[[], tuple[torch.nn.Module, dict, dict]]] = {
 VARIANTS = ("to_onnx", "to_onnx ort", "official", "official+ort")
 
 
+def _reason(e: BaseException) -> str:
+    """First line of the innermost cause, without terminal colors."""
+    while e.__cause__ is not None:
+        e = e.__cause__
+    text = re.sub(r"\x1b\[[0-9;]*m", "", f"{type(e).__name__}: {e}")
+    return text.splitlines()[0][:200]
+
+
 def export_variants(
     model: torch.nn.Module, inputs: dict, dynamic: dict, failed: dict[str, str]
 ) -> dict[str, tuple[bytes, int, float]]:
@@ -123,7 +132,7 @@ def export_variants(
             warnings.simplefilter("ignore")
             program = torch.onnx.export(model, (), kwargs=inputs, dynamic_shapes=dynamic, dynamo=True, verbose=False)
     except Exception as e:  # noqa: BLE001  (the official exporter's failure is a result, not a crash)
-        failed["official"] = failed["official+ort"] = "torch.onnx.export fails: " + str(e).splitlines()[0][:160]
+        failed["official"] = failed["official+ort"] = "torch.onnx.export fails: " + _reason(e)
         logger.warning("%s", failed["official"])
         return out
     seconds = time.perf_counter() - begin
@@ -162,7 +171,7 @@ def bench(name: str, repeat: int) -> dict[str, Any]:
         try:
             sessions[k] = ort.InferenceSession(v[0], ort.SessionOptions(), providers=["CPUExecutionProvider"])
         except Exception as e:  # noqa: BLE001  (a variant onnxruntime refuses is reported, not fatal)
-            failed[k] = "onnxruntime refuses the model: " + str(e).splitlines()[0][:160]
+            failed[k] = "onnxruntime refuses the model: " + _reason(e)
             logger.warning("%s %s: %s", name, k, failed[k])
     feeds = {k: v.numpy() for k, v in inputs.items()}
     with torch.no_grad():

@@ -24,6 +24,7 @@ from .errors import (
 )
 from .investigate import DiscrepancyReport, ExportReport, NodeDiscrepancy, find_discrepancies
 from .onnx_export_errors import bypass_export_some_errors
+from .optimize import optimize_model
 from .range_constraints import RangeConstraintWarning
 from .registry import Registry, default_registry, register
 from .runtime import InferenceSession
@@ -53,6 +54,7 @@ __all__ = [
     "VerificationError",
     "default_registry",
     "find_discrepancies",
+    "optimize_model",
     "register",
     "to_onnx",
 ]
