@@ -570,3 +570,16 @@ def test_adaptive_avg_pool_of_half_precision_with_dynamic_axes(dtype):
         dynamic_shapes=({0: "batch", 3: "w"},), more_inputs=[((torch.randn(4, 6, 1, 8).to(dtype),), None)],
         atol=1e-2, rtol=1e-2,
     )
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_linear_of_transposed_bfloat16(dynamic):
+    """F.linear(x.transpose(1, 0)) in bfloat16: onnxruntime (all optimizations) segfaulted creating the
+    session for Transpose(bfloat16) -> Cast -> MatMul; the cast now comes before the transpose (fuzz seed 1346)."""
+    import onnxruntime as ort
+
+    w = torch.randn(4, 6).bfloat16()
+    fn = Fn(lambda x: torch.nn.functional.linear(x.transpose(1, 0), w))
+    ds = ({0: "a", 1: "b"},) if dynamic else None
+    onx = check_model(fn, (torch.randn(5, 6, 6).bfloat16(),), dynamic_shapes=ds, atol=1e-2, rtol=1e-2)
+    ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])  # default: all optimizations

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import logging
 import os
+import resource
 import signal
 import sys
 import time
@@ -30,10 +32,15 @@ def _on_alarm(signum, frame):
 
 
 def run(
-    n: int, seed: int, timeout: int, show: bool = False, max_seconds: float | None = None
+    n: int,
+    seed: int,
+    timeout: int,
+    show: bool = False,
+    max_seconds: float | None = None,
+    out: str | None = None,
 ) -> list[tuple[int, list[str], Outcome]]:
     """Runs programs ``seed .. seed + n - 1`` (fewer when ``max_seconds`` runs out); returns
-    ``(seed, op templates, outcome)`` per program."""
+    ``(seed, op templates, outcome)`` per program. Every 100 programs, the summary so far goes to ``out``."""
     results = []
     signal.signal(signal.SIGALRM, _on_alarm)
     begin = time.perf_counter()
@@ -57,7 +64,13 @@ def run(
             print(f"{outcome.kind} seed={s}: {outcome.detail[:300]}", flush=True)
         if (s - seed + 1) % 100 == 0:
             counts = collections.Counter(o.kind for _, _, o in results)
-            logger.warning("%d programs in %.0fs: %s", s - seed + 1, time.perf_counter() - begin, dict(counts))
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+            logger.warning(
+                "%d programs in %.0fs (max RSS %d MB): %s", s - seed + 1, time.perf_counter() - begin, rss, dict(counts)
+            )
+            gc.collect()
+            if out:
+                _write(out, summary(results, seed, time.perf_counter() - begin))
     return results
 
 
@@ -119,6 +132,11 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
     return "\n".join(out)
 
 
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1000, help="number of programs")
@@ -132,13 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("torch").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     begin = time.perf_counter()
-    results = run(args.n, args.seed, args.timeout, args.show, args.max_seconds)
+    results = run(args.n, args.seed, args.timeout, args.show, args.max_seconds, args.out)
     elapsed = time.perf_counter() - begin
     counts = collections.Counter(o.kind for _, _, o in results)
     print(f"{len(results)} programs in {elapsed:.0f}s: {dict(counts)}")
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(summary(results, args.seed, elapsed))
+        _write(args.out, summary(results, args.seed, elapsed))
     return 1 if any(counts[k] for k in BUGS) else 0
 
 

@@ -27,7 +27,7 @@ from .errors import (
     InputMismatchError,
     InvalidModelError,
 )
-from .half_precision import round_half_results
+from .half_precision import cast_before_transpose, round_half_results
 from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .investigate.report import recording
 from .investigate.verify import verify_export
@@ -213,6 +213,7 @@ def translate(
     # converters may leave values nobody reads (a view overwritten by a mutation, an unused output)
     RemoveUnusedNodesPass()(model)
     round_half_results(model)  # half_precision.py: float16 results read in float32 keep their rounding
+    cast_before_transpose(model)  # half_precision.py: onnxruntime crashed on Transpose(bfloat16) -> Cast -> MatMul
     return model
 
 

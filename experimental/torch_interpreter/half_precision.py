@@ -7,6 +7,10 @@ after such an op, so ``Cast(Mul(a, b), to=FLOAT)`` reads the unrounded float32 p
 off by half a float16 ulp). Casts written in the model are kept: :func:`round_half_results` rewrites each
 arithmetic node whose float16 output is cast to a wider float type into ``Cast -> op in float32 -> Cast``,
 which is what PyTorch computes.
+
+:func:`cast_before_transpose` works around a crash: onnxruntime 1.31 (all optimizations, CPU) segfaults while
+creating a session for ``Transpose(bfloat16) -> Cast(float) -> MatMul`` (``F.linear`` of a transposed
+bfloat16 tensor); ``Cast -> Transpose`` (the same values) is read fine.
 """
 
 from __future__ import annotations
@@ -79,6 +83,66 @@ def _compute_in_float(node: ir.Node) -> None:
         for i, out in enumerate(graph.outputs):
             if out is value:
                 graph.outputs[i] = rounded
+
+
+def cast_before_transpose(model: ir.Model) -> int:
+    """Rewrites ``Cast(Transpose(x: bfloat16), to=FLOAT)`` into ``Transpose(Cast(x, to=FLOAT))`` (the same
+    values, see the module's docstring); returns how many casts it moved.
+
+    >>> import onnx_ir as ir
+    >>> x = ir.Value(name="x", type=ir.TensorType(ir.DataType.BFLOAT16), shape=ir.Shape([2, 3]))
+    >>> t = ir.node("Transpose", [x], {"perm": [1, 0]})
+    >>> t.outputs[0].dtype = ir.DataType.BFLOAT16
+    >>> cast = ir.node("Cast", [t.outputs[0]], {"to": ir.DataType.FLOAT})
+    >>> graph = ir.Graph([x], cast.outputs, nodes=[t, cast], opset_imports={"": 18})
+    >>> cast_before_transpose(ir.Model(graph, ir_version=10))
+    1
+    >>> [n.op_type for n in graph]
+    ['Cast', 'Transpose']
+    """
+    todo = []
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        if node.op_type != "Cast" or not _is_default(node) or node.inputs[0] is None:
+            continue
+        to = node.attributes.get("to")
+        producer = node.inputs[0].producer()
+        if (
+            node.inputs[0].dtype == ir.DataType.BFLOAT16
+            and to is not None
+            and ir.DataType(to.as_int()) == ir.DataType.FLOAT
+            and producer is not None
+            and producer.op_type == "Transpose"
+            and _is_default(producer)
+        ):
+            todo.append((node, producer))
+    for cast, transpose in todo:
+        graph = cast.graph
+        source = transpose.inputs[0]
+        value = cast.outputs[0]
+        up = ir.node("Cast", [source], {"to": ir.DataType.FLOAT}, name=f"{cast.name}/before_transpose")
+        up.outputs[0].dtype, up.outputs[0].shape = ir.DataType.FLOAT, source.shape
+        up.outputs[0].name = f"{value.name}__untransposed"
+        perm = transpose.attributes.get("perm")
+        moved = ir.node("Transpose", [up.outputs[0]], {"perm": perm.as_ints()} if perm is not None else {},
+                        name=f"{cast.name}/transpose")
+        out = moved.outputs[0]
+        out.dtype, out.shape = ir.DataType.FLOAT, value.shape
+        for node in (up, moved):
+            node.metadata_props.update(cast.metadata_props)
+        graph.insert_before(cast, [up, moved])
+        users = list(value.uses())
+        for user, index in users:
+            user.replace_input_with(index, out)
+        for i, o in enumerate(graph.outputs):
+            if o is value:
+                graph.outputs[i] = out
+        name = value.name
+        value.name = f"{name}__unused"
+        out.name = name
+        graph.remove(cast, safe=True)
+        if not list(transpose.outputs[0].uses()) and transpose.outputs[0] not in graph.outputs:
+            graph.remove(transpose, safe=True)
+    return len(todo)
 
 
 def round_half_results(model: ir.Model) -> int:
