@@ -257,3 +257,22 @@ def test_unknown_level():
     assert check_level("default") == "default"
     with pytest.raises(ValueError, match="optimize='fast'"):
         to_onnx(Fn(torch.sin), (torch.randn(2),), optimize="fast")
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_onnxruntime_level_with_cache(name):
+    """A decoder with its cache as inputs and outputs: fused, same outputs as eager, names kept."""
+    import llm_cache_models as models
+
+    from experimental.torch_interpreter import bypass_export_some_errors
+
+    model = models.decoder_model(name)
+    with bypass_export_some_errors(patch_transformers=True) as adapt:
+        onx = check_model(
+            model, (), adapt(models.decoder_inputs(model, batch=2, seq=3, past=4)),
+            dynamic_shapes=models.decoder_dynamic_shapes(model),
+            more_inputs=[((), adapt(models.decoder_inputs(model, batch=3, seq=5, past=7, seed=1)))],
+            atol=1e-4, optimize="onnxruntime", check_onnx=False,
+        )
+    assert [o.name for o in onx.graph.output][:3] == ["logits", "present.0.key", "present.0.value"]
+    assert collections.Counter(n.op_type for n in onx.graph.node)["MultiHeadAttention"] == 2
