@@ -483,7 +483,7 @@ def _split(b: _Builder, v: Var, name: str):
 
 @template("index")
 def _index(b: _Builder, v: Var, name: str):
-    if v.rank == 0:
+    if v.rank == 0 or v.value.numel() == 0:
         return None
     d = b.ch.integer(0, v.rank - 1)
     size = v.shape[d]
@@ -508,7 +508,7 @@ def _index(b: _Builder, v: Var, name: str):
 
 @template("scatter")
 def _scatter(b: _Builder, v: Var, name: str):
-    if v.rank == 0:
+    if v.rank == 0 or v.value.numel() == 0:
         return None
     d = b.ch.integer(0, v.rank - 1)
     size = v.shape[d]
