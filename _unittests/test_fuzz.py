@@ -1,6 +1,6 @@
 """Random small programs (``fuzz_programs.py``) exported and compared with eager PyTorch, drawn by hypothesis.
 
-The run is derandomized (the same programs at every run) and bounded (about a minute); the long run is
+The run is derandomized (the same programs at every run) and bounded (400 programs, about a minute); the long run is
 ``python benchmarks/fuzz.py --n 10000``. A failure prints the program's source; hypothesis prints how to
 reproduce it. Outcomes that are bugs: a numeric/shape/dtype mismatch, a raw (non-project) exception, a
 project error that is not an unsupported op or option (a converter that crashed).
@@ -20,7 +20,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(
-    max_examples=80,
+    max_examples=400,
     deadline=None,
     derandomize=True,
     database=None,
