@@ -411,7 +411,8 @@ def _softmax(b: _Builder, v: Var, name: str):
     if v.rank == 0:
         return None
     d = b.dim(v)
-    fn = b.ch.choice(["torch.softmax({x}, {d})", "F.log_softmax({x}, {d})", "torch.softmax({x}, {d}, dtype=torch.float32)",
+    fn = b.ch.choice(["torch.softmax({x}, {d})", "F.log_softmax({x}, {d})",
+                      "torch.softmax({x}, {d}, dtype=torch.float32)",
                       "{x}.softmax(dim={d})"])
     return _one(fn.format(x=v.name, d=d), name, False)
 
@@ -610,7 +611,8 @@ def _conv_pool(b: _Builder, v: Var, name: str):
         k = b.ch.integer(1, 3)
         ceil = b.ch.choice(["False", "True"])
         pad = b.ch.integer(0, k // 2)
-        return _one(f"F.max_pool{spatial}d({v.name}, {k}, stride={b.ch.integer(1, 2)}, padding={pad}, ceil_mode={ceil})",
+        stride = b.ch.integer(1, 2)
+        return _one(f"F.max_pool{spatial}d({v.name}, {k}, stride={stride}, padding={pad}, ceil_mode={ceil})",
                     name, v.exact)
     if kind == "avg_pool":
         k = b.ch.integer(1, 3)
@@ -887,7 +889,9 @@ def _export_refuses(model: torch.nn.Module, prog: Program, grown: tuple) -> bool
     return False
 
 
-def _export_agrees(model: torch.nn.Module, prog: Program, grown: tuple, sess: InferenceSession, names: list[str]) -> bool:
+def _export_agrees(
+    model: torch.nn.Module, prog: Program, grown: tuple, sess: InferenceSession, names: list[str]
+) -> bool:
     """True when the ExportedProgram itself gives onnxruntime's results on ``grown``: torch.export assumed
     something of the sizes it did not guard (``split`` into a number of chunks fixed at export), the ONNX
     model follows the exported graph faithfully."""

@@ -1,7 +1,8 @@
 """The long run of the program fuzzer (``_unittests/fuzz_programs.py``): ``--n`` random programs from
 ``--seed`` on, each exported with ``to_onnx`` and compared with eager PyTorch.
 
-Run: ``python benchmarks/fuzz.py --n 10000 [--seed 0] [--out _doc/fuzz.rst] [--timeout 60] [--max-seconds T]``. Prints one line
+Run: ``python benchmarks/fuzz.py --n 10000 [--seed 0] [--out _doc/fuzz.rst] [--timeout 60] [--max-seconds T]``.
+Prints one line
 per bug (outcome, seed, detail) and writes the summary page (counts by outcome, outcomes per op template,
 each bug with its seed, the most frequent unsupported ops) to ``--out``. One program:
 ``python benchmarks/fuzz.py --n 1 --seed S --show`` prints its source and outcome.
@@ -90,7 +91,9 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         for op in set(ops):
             per_op[op][o.kind] += 1
     kinds = [k for k in OUTCOMES if any(c[k] for c in per_op.values()) or counts[k]]
-    unsupported = collections.Counter(o.detail.split(" failed: ")[-1][:90] for _, _, o in results if o.kind == "unsupported")
+    unsupported = collections.Counter(
+        o.detail.split(" failed: ")[-1][:90] for _, _, o in results if o.kind == "unsupported"
+    )
     bugs = [(s, o) for s, _, o in results if o.kind in BUGS]
     out = [
         "Program fuzzer",
@@ -101,7 +104,8 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         "casts, in-place ops, convolution, pooling, padding, normalization, activations) on random shapes and",
         "dtypes (float32, float16, bfloat16, int64, bool, mixed), half of them with dynamic axes checked again on",
         "grown inputs, exported with ``to_onnx`` and compared with eager PyTorch. ``_unittests/test_fuzz.py`` runs",
-        "400 of them (hypothesis, derandomized, about a minute) with the tests; this page is the summary of the long run:",
+        "400 of them (hypothesis, derandomized, about a minute) with the tests; this page is the summary of the",
+        "long run:",
         "",
         ".. code-block:: bash",
         "",
