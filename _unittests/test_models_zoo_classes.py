@@ -125,6 +125,15 @@ def test_complex_model_output_is_a_clear_error():
         to_onnx(M(), (torch.randn(3, 2),))
 
 
+def test_complex_model_input_is_a_clear_error():
+    class M(torch.nn.Module):
+        def forward(self, z):
+            return torch.view_as_real(z * 2)
+
+    with pytest.raises(ConversionError, match="input 'z' is complex"):
+        to_onnx(M(), (torch.randn(3, dtype=torch.complex64),))
+
+
 # -- one tiny model per class ------------------------------------------------------------------------------
 def _qwen2_moe():
     transformers = pytest.importorskip("transformers")
@@ -183,6 +192,7 @@ def test_aten_grouped_mm_bfloat16():
             return torch._grouped_mm(x, weight, offs=offs)
 
     x, offs = torch.randn(9, 8).bfloat16(), torch.tensor([3, 3, 8, 9], dtype=torch.int32)
+    other = (torch.randn(7, 8).bfloat16(), torch.tensor([1, 5, 5, 7], dtype=torch.int32))
     onx = check_model(Grouped(), (x, offs), dynamic_shapes=({0: "rows"}, None), atol=0.05, rtol=0.02,
-                      more_inputs=[((torch.randn(7, 8).bfloat16(), torch.tensor([1, 5, 5, 7], dtype=torch.int32)), None)])
+                      more_inputs=[(other, None)])
     assert op_types(onx).count("MatMul") == 4

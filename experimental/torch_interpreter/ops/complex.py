@@ -42,11 +42,6 @@ def _pair_dtype(ctx: NodeContext) -> ir.DataType:
     return ir.DataType.DOUBLE if "128" in str(ctx.val.dtype) else ir.DataType.FLOAT
 
 
-def _complex_dim(ctx: NodeContext, dim: int, rank: int) -> int:
-    """An axis of the complex tensor, as a non-negative axis of its pair (the pair's last axis stays last)."""
-    return normalize_dim(dim, rank)
-
-
 # -- boundary ---------------------------------------------------------------------------------------------
 @register("complex::view_as_complex.default")
 def complex_view_as_complex(ctx: NodeContext, self: ir.Value) -> ir.Value:
