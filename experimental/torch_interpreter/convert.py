@@ -18,6 +18,7 @@ from . import capture
 from . import capture_strategies as cs
 from . import dynamic_shapes as ds
 from . import range_constraints
+from .capture_checks import check_opset
 from .builder import GraphBuilder
 from .complex_pairs import check_no_complex_io
 from .dtypes import value_type
@@ -123,14 +124,13 @@ def to_onnx(
         >>> onx.graph.input[0].type.tensor_type.shape.dim[0].dim_param
         'batch'
     """
-    # -- investigate/: the export report (report= is read here, before the name is reused below)
-    with verbosity(verbose), recording(report, filename) as export_report:
+    with verbosity(verbose), recording(report, filename) as export_report:  # investigate/report.py
         begin = time.perf_counter()
         if target_opset < 18:
             raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
         check_level(optimize)
-        report = None  # what the capture strategies did (capture_strategies.py)
-        cs.checks.check_opset(target_opset)  # an opset onnx or onnxruntime cannot run: an error now, not at load
+        attempts = None  # what the capture strategies tried and applied (capture_strategies.py)
+        check_opset(target_opset)  # an opset onnx or onnxruntime cannot run: an error now, not at load
         registry = registry or _default_registry()
         if isinstance(model, torch.export.ExportedProgram):
             if dynamic_shapes is not None:
@@ -141,14 +141,14 @@ def to_onnx(
             ep, names, spec = model, {}, None
         elif isinstance(model, torch.nn.Module):
             args, kwargs = _normalize_inputs(args, kwargs)
-            report = cs.start(model, target_opset, strict, capture_strategies)
-            with cs.scope(model, args, kwargs, report), capture.keywords_as_parameters(model, kwargs):
+            attempts = cs.start(model, target_opset, strict, capture_strategies)
+            with cs.scope(model, args, kwargs, attempts), capture.keywords_as_parameters(model, kwargs):
                 bound = ds.bind_inputs(model.forward, args, kwargs)
-                dynamic_shapes = cs.default_dynamic_shapes(model, args, kwargs, dynamic_shapes, report)
+                dynamic_shapes = cs.default_dynamic_shapes(model, args, kwargs, dynamic_shapes, attempts)
                 spec = ds.normalize(bound, args, kwargs, dynamic_shapes)
                 # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
                 with capture_autograd_functions(autograd_functions, training=model.training, strict=strict):
-                    ep = cs.export(model, args, kwargs, spec, report)
+                    ep = cs.export(model, args, kwargs, spec, attempts)
                 names = ds.symbol_names(ep, spec, args, kwargs)
         else:
             raise InvalidModelError(
@@ -163,9 +163,9 @@ def to_onnx(
         raise_if_missing(missing_converters(ep.graph_module, registry))
         onnx_model = translate(ep, registry, names, target_opset)
         export_report.translated(onnx_model)
-        optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
-        cs.record(onnx_model, report)
+        optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
+        cs.record(onnx_model, attempts)
         export_report.optimized(onnx_model)
         translated = time.perf_counter()
         logger.info(
