@@ -245,25 +245,6 @@ def test_var_std_of_bfloat16(fn):
                 more_inputs=[((torch.randn(6, 3).bfloat16(),), None)])
 
 
-@pytest.mark.parametrize(
-    "fn",
-    [
-        lambda a, b: a + b * b,
-        lambda a, b: torch.exp(b) - a,
-        lambda a, b: (b @ b.transpose(-1, -2)).float() + a[..., :1],
-        lambda a, b: torch.softmax(b, -1).float() * a,
-        lambda a, b: b.sum(-1, keepdim=True) + a,
-    ],
-    ids=["mul", "exp", "matmul", "softmax", "sum"],
-)
-def test_float16_result_read_in_float32_keeps_its_rounding(fn):
-    """``float32 + float16 * float16``: onnxruntime's CPU computes the float16 product in float32 between
-    casts it inserts, and drops the pair before our Cast to float32, so the sum read the unrounded product
-    (half a float16 ulp off, ~3e-4; the issue's first mismatch, fuzz seed 528). Compared at float32 tolerance."""
-    a, b = torch.randn(1, 5, 6) * 3, (torch.randn(6, 5, 6) * 3).half()
-    check_model(Fn(fn), (a, b), atol=1e-6, rtol=1e-6)
-
-
 class _AtLeastFive(torch.nn.Module):
     def forward(self, x):
         torch._check(x.shape[0] >= 5)
@@ -325,12 +306,23 @@ def test_default_and_declared_ranges_do_not_warn():
         assert _narrowed(onx) == []
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_rms_norm_with_weight_in_half_precision(dtype):
-    """rms_norm of bfloat16 with a weight gave a bfloat16 Mul onnxruntime has no kernel for (fuzz seed 357)."""
-    weight = torch.randn(3).to(dtype)
-    check_model(Fn(lambda x: torch.nn.functional.rms_norm(x, (3,), weight)), (torch.randn(2, 4, 3).to(dtype),),
-                atol=1e-2, rtol=1e-2)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b: a + b * b,
+        lambda a, b: torch.exp(b) - a,
+        lambda a, b: (b @ b.transpose(-1, -2)).float() + a[..., :1],
+        lambda a, b: torch.softmax(b, -1).float() * a,
+        lambda a, b: b.sum(-1, keepdim=True) + a,
+    ],
+    ids=["mul", "exp", "matmul", "softmax", "sum"],
+)
+def test_float16_result_read_in_float32_keeps_its_rounding(fn):
+    """``float32 + float16 * float16``: onnxruntime's CPU computes the float16 product in float32 between
+    casts it inserts, and drops the pair before our Cast to float32, so the sum read the unrounded product
+    (half a float16 ulp off, ~3e-4; the issue's first mismatch, fuzz seed 528). Compared at float32 tolerance."""
+    a, b = torch.randn(1, 5, 6) * 3, (torch.randn(6, 5, 6) * 3).half()
+    check_model(Fn(fn), (a, b), atol=1e-6, rtol=1e-6)
 
 
 @pytest.mark.parametrize("fn", [torch.cummax, torch.cummin], ids=["cummax", "cummin"])
@@ -381,6 +373,14 @@ def test_adaptive_max_pool_indices_over_dynamic_axes_is_a_clear_error():
 
     with pytest.raises(ConversionError, match=r"adaptive_max_pool2d.*indices.*static"):
         to_onnx(_AdaptiveMaxWithIndices(), (torch.randn(1, 2, 7, 6),), dynamic_shapes=({2: "h", 3: "w"},))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_rms_norm_with_weight_in_half_precision(dtype):
+    """rms_norm of bfloat16 with a weight gave a bfloat16 Mul onnxruntime has no kernel for (fuzz seed 357)."""
+    weight = torch.randn(3).to(dtype)
+    check_model(Fn(lambda x: torch.nn.functional.rms_norm(x, (3,), weight)), (torch.randn(2, 4, 3).to(dtype),),
+                atol=1e-2, rtol=1e-2)
 
 
 class _DropoutInPlace(torch.nn.Module):
@@ -583,3 +583,15 @@ def test_linear_of_transposed_bfloat16(dynamic):
     ds = ({0: "a", 1: "b"},) if dynamic else None
     onx = check_model(fn, (torch.randn(5, 6, 6).bfloat16(),), dynamic_shapes=ds, atol=1e-2, rtol=1e-2)
     ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])  # default: all optimizations
+
+
+def test_optimizer_keeps_the_bounds_of_the_clips_it_makes():
+    """Two integer clamps of one value (Inkling2's relative distances, transformers zoo): onnxscript's optimizer
+    made Clip nodes whose bounds no graph held, and onnxruntime refused the model."""
+
+    def fn(x):
+        d = x[:, None] - x[None, :]
+        return d.clamp(0, 4) + d.clamp(0, 4) * 2, (d < 0) | (d >= 5)
+
+    check_model(Fn(fn), (torch.arange(6),), dynamic_shapes=({0: "n"},),
+                more_inputs=[((torch.arange(9) * 3 % 7,), None)])
