@@ -45,6 +45,7 @@ def optimize_generic(model: ir.Model) -> ir.Model:
     """
     onnxscript.optimizer.optimize(model, input_size_limit=FOLD_INPUT_SIZE_LIMIT)
     register_dangling_constants(model)
+    split_constant_of_shape_casts(model)
     return model
 
 
@@ -89,3 +90,59 @@ def register_dangling_constants(model: ir.Model) -> int:
     if added:
         logger.debug("%d dangling constant(s) registered as initializers", added)
     return added
+
+
+#: element types ConstantOfShape takes only from opset 20 on
+_CONSTANT_OF_SHAPE_20 = frozenset(
+    {ir.DataType.BFLOAT16, ir.DataType.FLOAT8E4M3FN, ir.DataType.FLOAT8E4M3FNUZ, ir.DataType.FLOAT8E5M2,
+     ir.DataType.FLOAT8E5M2FNUZ}
+)
+
+
+def split_constant_of_shape_casts(model: ir.Model) -> int:
+    """Gives back the ``Cast`` that onnxscript's optimizer folded into a ``ConstantOfShape`` of a type the
+    model's opset does not allow it (bfloat16 before opset 20: the checker refuses the model); returns how many.
+
+    Example::
+
+        >>> import numpy as np, onnx_ir as ir
+        >>> from experimental.torch_interpreter.optimize.passes import split_constant_of_shape_casts
+        >>> shape = ir.val("shape", ir.DataType.INT64, [2])
+        >>> fill = ir.tensor(np.array([1.0], dtype=ir.DataType.BFLOAT16.numpy()), dtype=ir.DataType.BFLOAT16)
+        >>> node = ir.node("ConstantOfShape", [shape], attributes={"value": fill})
+        >>> g = ir.Graph([shape], node.outputs, nodes=[node], opset_imports={"": 18})
+        >>> split_constant_of_shape_casts(ir.Model(g, ir_version=10)), [n.op_type for n in g]
+        (1, ['ConstantOfShape', 'Cast'])
+    """
+    if model.opset_imports.get("", 0) >= 20:
+        return 0
+    changed = 0
+    for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        value = node.attributes.get("value")
+        if node.op_type != "ConstantOfShape" or node.domain not in ("", "ai.onnx") or value is None:
+            continue
+        tensor = value.as_tensor()
+        if tensor.dtype not in _CONSTANT_OF_SHAPE_20:
+            continue
+        as_float = ir.tensor(tensor.numpy().astype("float32"), dtype=ir.DataType.FLOAT)
+        fill = ir.node("ConstantOfShape", list(node.inputs), attributes={"value": as_float}, name=node.name)
+        fill.metadata_props.update(node.metadata_props)
+        fill.outputs[0].dtype = ir.DataType.FLOAT
+        fill.outputs[0].shape = node.outputs[0].shape
+        cast = ir.node("Cast", fill.outputs, attributes={"to": tensor.dtype}, name=f"{node.name}/cast")
+        cast.metadata_props.update(node.metadata_props)
+        old = node.outputs[0]
+        new = cast.outputs[0]
+        new.dtype, new.shape = old.dtype, old.shape
+        graph = node.graph
+        graph.insert_before(node, [fill, cast])
+        if old.is_graph_output():
+            outputs = graph.outputs
+            for i, out in enumerate(outputs):
+                if out is old:
+                    outputs[i] = new
+        old.replace_all_uses_with(new)
+        new.name = old.name
+        graph.remove(node, safe=True)
+        changed += 1
+    return changed
