@@ -330,7 +330,8 @@ def render(results: dict[str, Any], rst: str = RST, png: str | None = PNG) -> st
     lines += [
         ".. list-table::",
         "   :header-rows: 1",
-        "   :widths: 10 14 8 6 6 30 8 6 6 30",
+        "   :widths: 6 12 7 7 7 24 7 7 7 24",
+        "   :class: wide-table",
         "",
         "   * - task", "     - architecture",
         "     - to_onnx", "     - nodes", "     - time", "     - first error line",
