@@ -350,16 +350,8 @@ def aten_adaptive_avg_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
         static = all(d is not None for d in dims) and all(isinstance(o, int) for o in output_size)
         if static and any(d % o for d, o in zip(dims, output_size)):
             # averaging is separable: one axis at a time, moved last
-            c = opmath_dtype(dtype)
-            y = ctx.cast(x, c)
-            for i, (size, out) in enumerate(zip(dims, output_size)):
-                if size == out:
-                    continue
-                axis = 2 + i
-                perm = [a for a in range(n + 2) if a != axis] + [axis]
-                moved = ctx.op("Transpose", y, perm=perm) if axis != n + 1 else y
-                moved = _window_means(ctx, moved, size, out)
-                y = ctx.op("Transpose", moved, perm=[perm.index(a) for a in range(n + 2)]) if axis != n + 1 else moved
+            y = ctx.cast(x, opmath_dtype(dtype))
+            y = _separable(ctx, y, output_size, lambda moved, size, out: _window_means(ctx, moved, size, out))
             return ctx.cast(y, dtype)
         if any(d is None for d in dims):  # a dynamic spatial axis: windows from Range, one axis at a time
             out = _static_output(output_size, "adaptive_avg_pool")
