@@ -308,20 +308,8 @@ class AliasEnv(dict):
         if self.views[node].kind == "hidden_view" and item is None and _einsum_view(node) is not None:
             # einsum("ij->ji") or ("ii->i"): the same equation on the numbered base gives the positions
             shape = self._shape(ctx, old, base_val)
-            numel = ctx.op("Size", old)
-            numbered = ctx.op("Reshape", ctx.op("Range", ctx.const(0, INT64), numel, ctx.const(1, INT64)), shape)
-            positions = ctx.op("Einsum", numbered, equation=_einsum_view(node))
-            flat = ctx.const([-1], INT64)
-            out = ctx.op(
-                "ScatterElements",
-                ctx.op("Reshape", old, flat),
-                ctx.op("Reshape", positions, flat),
-                ctx.op("Reshape", value, flat),
-                axis=0,
-            )
-            new = ctx.op("Reshape", out, shape, allowzero=1)
-            new.shape, new.dtype = old.shape, old.dtype
-            return new
+            positions = ctx.op("Einsum", _numbered(ctx, old, shape), equation=_einsum_view(node))
+            return _scatter_flat(ctx, old, positions, value, shape)
         if self.views[node].kind == "hidden_view":
             raise ConversionError(
                 f"{describe(ctx.node)} writes into the output of {describe(node)}, which PyTorch returns as a "
@@ -420,23 +408,12 @@ class AliasEnv(dict):
     ) -> ir.Value:
         """Any other view: the view op applied to the numbered base gives the positions it picks."""
         shape = self._shape(ctx, old, base_val)
-        numel = ctx.op("Size", old)
-        numbered = ctx.op("Reshape", ctx.op("Range", ctx.const(0, INT64), numel, ctx.const(1, INT64)), shape)
-        numbered.shape = old.shape
         args = list(self.interpreter.lookup(node.args, self))
-        args[alias_of(node.target)[0]] = numbered
+        args[alias_of(node.target)[0]] = _numbered(ctx, old, shape)
         positions = self.interpreter.convert(node, args, self.interpreter.lookup(node.kwargs, self))
         if item is not None:
             positions = positions[item]
-        flat = ctx.const([-1], INT64)
-        out = ctx.op(
-            "ScatterElements",
-            ctx.op("Reshape", old, flat),
-            ctx.op("Reshape", positions, flat),
-            ctx.op("Reshape", value, flat),
-            axis=0,
-        )
-        return ctx.op("Reshape", out, shape, allowzero=1)
+        return _scatter_flat(ctx, old, positions, value, shape)
 
     def _check_composable(self, ctx: NodeContext, path: list[torch.fx.Node]) -> torch.fx.Node:
         """The base under the views of ``path`` (each a plain view of the next one); raises otherwise."""
@@ -458,9 +435,7 @@ class AliasEnv(dict):
         old = self[base]
         base_val = base.meta.get("val")
         shape = self._shape(ctx, old, base_val)
-        numel = ctx.op("Size", old)
-        positions = ctx.op("Reshape", ctx.op("Range", ctx.const(0, INT64), numel, ctx.const(1, INT64)), shape)
-        positions.shape = old.shape
+        positions = _numbered(ctx, old, shape)
         for node in reversed(path):
             args = list(self.interpreter.lookup(node.args, self))
             args[alias_of(node.target)[0]] = positions
@@ -468,22 +443,36 @@ class AliasEnv(dict):
             if positions.shape is None:
                 positions.shape = ir.Shape(self.interpreter.onnx_shape(node.meta["val"]))
             positions.dtype = INT64
-        flat = ctx.const([-1], INT64)
-        out = ctx.op(
-            "ScatterElements",
-            ctx.op("Reshape", old, flat),
-            ctx.op("Reshape", positions, flat),
-            ctx.op("Reshape", value, flat),
-            axis=0,
-        )
-        new = ctx.op("Reshape", out, shape, allowzero=1)
-        new.shape, new.dtype = old.shape, old.dtype
-        return new
+        return _scatter_flat(ctx, old, positions, value, shape)
 
     def _arg(self, arg: Any) -> Any:
         """A size argument: a Python int, or the value of the FX node computing it."""
         return self[arg] if isinstance(arg, torch.fx.Node) else arg
 
+
+
+def _numbered(ctx: NodeContext, old: ir.Value, shape: ir.Value) -> ir.Value:
+    """``arange(numel).reshape(shape)``: each element of ``old`` replaced by its flat position, so that a view
+    op applied to it gives the positions the view picks."""
+    numel = ctx.op("Size", old)
+    numbered = ctx.op("Reshape", ctx.op("Range", ctx.const(0, INT64), numel, ctx.const(1, INT64)), shape)
+    numbered.shape = old.shape
+    return numbered
+
+
+def _scatter_flat(ctx: NodeContext, old: ir.Value, positions: ir.Value, value: ir.Value, shape: ir.Value) -> ir.Value:
+    """``old`` of ``shape`` with ``value`` written at the flat ``positions``."""
+    flat = ctx.const([-1], INT64)
+    out = ctx.op(
+        "ScatterElements",
+        ctx.op("Reshape", old, flat),
+        ctx.op("Reshape", positions, flat),
+        ctx.op("Reshape", value, flat),
+        axis=0,
+    )
+    new = ctx.op("Reshape", out, shape, allowzero=1)
+    new.shape, new.dtype = old.shape, old.dtype
+    return new
 
 def _args(node: torch.fx.Node, *spec: tuple[str, Any]) -> list[Any]:
     """The arguments after ``self`` of ``node``, by position or keyword, with their defaults."""
