@@ -39,6 +39,7 @@ from experimental.torch_interpreter import InferenceSession, to_onnx
 from experimental.torch_interpreter.errors import (
     ConversionError,
     ExportCaptureError,
+    RuntimeFeedError,
     TorchInterpreterError,
     UnsupportedOpError,
 )
@@ -53,7 +54,7 @@ logger = logging.getLogger(__name__)
 #: ``export_unsound``: the grown inputs break a guard of the ExportedProgram (``ep.module()`` refuses them;
 #: the ONNX model carries no such check), or the ExportedProgram itself disagrees with eager there and
 #: onnxruntime agrees with it (torch.export did not guard an assumption on the sizes).
-OUTCOMES = ("match", "precision", "unsupported", "export_error", "export_unsound", "project_error", "mismatch",
+OUTCOMES = ("match", "precision", "guarded", "unsupported", "export_error", "export_unsound", "project_error", "mismatch",
             "raw_exception", "eager_error")
 #: the outcomes that are bugs
 BUGS = ("project_error", "mismatch", "raw_exception")
@@ -869,6 +870,8 @@ def run_program(prog: Program) -> Outcome:
         diff = _compare_run(sess, names, grown, expected, prog.out_low)
     except Exception as e:  # noqa: BLE001
         detail = f"onnxruntime (grown inputs {[tuple(t.shape) for t in grown]}): {type(e).__name__}: {_last_frame(e)}"
+        if isinstance(e, RuntimeFeedError):  # a size condition of the model refused them (runtime_guards.py)
+            return Outcome("guarded" if _guard_is_right(model, prog, grown, expected) else "project_error", detail)
         if _export_refuses(model, prog, grown):
             return Outcome("export_unsound", detail, type(e).__name__)
         return Outcome("raw_exception", detail, type(e).__name__)
@@ -937,6 +940,19 @@ def _mismatch_or_precision(
             ):
                 return Outcome("mismatch", diff)
     return Outcome("precision", f"closer than eager to float64: {diff}")
+
+
+def _guard_is_right(model: torch.nn.Module, prog: Program, grown: tuple, expected: list[torch.Tensor]) -> bool:
+    """True when the ExportedProgram fails on ``grown`` or gives other results than eager: the size
+    condition that refused them kept the ONNX model from returning wrong numbers."""
+    if _export_refuses(model, prog, grown):
+        return True
+    ep = torch.export.export(model, copy.deepcopy(prog.inputs), dynamic_shapes=prog.dynamic_shapes)
+    got = _eager(ep.module(), grown)
+    return len(got) != len(expected) or any(
+        g.shape != e.shape or not torch.equal(g.float().nan_to_num(), e.float().nan_to_num())
+        for g, e in zip(got, expected)
+    )
 
 
 def _export_refuses(model: torch.nn.Module, prog: Program, grown: tuple) -> bool:

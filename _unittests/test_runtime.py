@@ -1,5 +1,6 @@
 """InferenceSession: onnxruntime's interface, torch and numpy feeds, provider choice."""
 
+import onnx
 import numpy as np
 import pytest
 import torch
@@ -132,3 +133,58 @@ def test_feed_of_python_scalar_still_accepted():
     onx = to_onnx(M(), (torch.randn(3), torch.tensor(2.0)))
     got = InferenceSession(onx).run(None, {"x": np.ones(3, dtype=np.float32), "s": 3.0})[0]
     np.testing.assert_allclose(got, np.full(3, 3.0, dtype=np.float32))
+
+
+class _LastOfThree(torch.nn.Module):
+    def forward(self, x):
+        return x.split(3, dim=1)[-1] * 2
+
+
+def test_split_of_a_dynamic_axis_is_guarded():
+    """``x.split(3, dim=1)`` exported with 6 columns gives 2 pieces; with 8 columns PyTorch gives 3 and the
+    graph (like the ExportedProgram) 2 of other sizes: InferenceSession refuses such sizes, the others match."""
+    from experimental.torch_interpreter import RangeConstraintWarning, RuntimeFeedError
+    from experimental.torch_interpreter.shape_guards import METADATA_KEY
+
+    with pytest.warns(RangeConstraintWarning, match=r"aten::split.Tensor gives 2 pieces of 3"):
+        onx = to_onnx(_LastOfThree(), (torch.randn(2, 6),), dynamic_shapes=({1: "n"},))
+    assert METADATA_KEY in {p.key for p in onx.metadata_props}
+    sess = InferenceSession(onx)
+    for cols in (4, 5, 6):
+        x = torch.randn(2, cols)
+        torch.testing.assert_close(sess.run_torch(None, {"x": x})[0], _LastOfThree()(x))
+    with pytest.raises(RuntimeFeedError, match=r"x of shape \(2, 8\).*FX node 'split'.*test_runtime.py"):
+        sess.run(None, {"x": torch.randn(2, 8)})
+    with pytest.raises(RuntimeFeedError, match=r"axis 1 \('n'\) is 3"):
+        sess.run(None, {"x": np.zeros((2, 3), dtype=np.float32)})
+
+
+class _AtLeastFiveRows(torch.nn.Module):
+    def forward(self, x):
+        torch._check(x.shape[0] >= 5)
+        return x + 1
+
+
+def test_narrowed_range_is_checked_on_the_feeds(tmp_path):
+    """torch._check(n >= 5) narrowed the batch range: a feed of 3 rows is refused, from a file too."""
+    from experimental.torch_interpreter import RangeConstraintWarning, RuntimeFeedError
+
+    with pytest.warns(RangeConstraintWarning):
+        onx = to_onnx(_AtLeastFiveRows(), (torch.randn(6, 3),), dynamic_shapes=({0: "batch"},))
+    path = str(tmp_path / "m.onnx")
+    onnx.save(onx, path)
+    for model in (onx, path):
+        sess = InferenceSession(model)
+        np.testing.assert_allclose(sess.run(None, {"x": np.ones((7, 3), np.float32)})[0], np.full((7, 3), 2.0))
+        with pytest.raises(RuntimeFeedError, match=r"input 'x' axis 0 \('batch'\) is 3.*>= 5"):
+            sess.run(None, {"x": np.ones((3, 3), np.float32)})
+
+
+def test_size_conditions_never_run_code():
+    from experimental.torch_interpreter.runtime_guards import evaluate
+
+    assert evaluate("(shape('x', 0) % 2 == 0) and not (shape('x', 1) < 3)", {"x": (4, 3)})
+    with pytest.raises(ValueError, match="unexpected"):
+        evaluate("__import__('os').getcwd()", {"x": (4, 3)})
+    with pytest.raises(ValueError, match="unexpected"):
+        evaluate("shape('x', 0).__class__", {"x": (4, 3)})

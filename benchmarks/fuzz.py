@@ -111,11 +111,22 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         "",
         f"    python benchmarks/fuzz.py --n {len(results)} --seed {seed} --out _doc/fuzz.rst",
         "",
-        f"{len(results)} programs in {elapsed:.0f} s. Outcomes: ``match`` (onnxruntime equals eager within the",
-        "tolerance of the least precise type the value was computed from), ``unsupported`` (a project error for an",
-        "op or option the converters do not handle), ``export_error`` (``torch.export`` refused the program),",
-        "``export_unsound`` (the grown inputs break a guard of the ExportedProgram, which the ONNX model does not",
-        "check), and the bugs: ``project_error`` (a converter crashed), ``mismatch``, ``raw_exception``.",
+        f"{len(results)} programs in {elapsed:.0f} s on a 2-core machine shared with other jobs. Outcomes:",
+        "",
+        "* ``match``: onnxruntime equals eager within the tolerance of the least precise type the value was",
+        "  computed from (on the grown inputs too);",
+        "* ``precision``: a float16/bfloat16 value differs by more than that tolerance, and onnxruntime's worst",
+        "  error against the same program run in float64 is no larger than eager's (see below);",
+        "* ``guarded``: the grown inputs break a condition on the input sizes that the exported graph relies on",
+        "  (a narrowed range, the number of pieces of a ``split``), and ``InferenceSession`` refuses them with a",
+        "  ``RuntimeFeedError`` naming the condition, the FX node and the line, where the ExportedProgram fails",
+        "  or returns other results than eager;",
+        "* ``unsupported``: a project error for an op or option the converters do not handle;",
+        "* ``export_error``: ``torch.export`` refused the program;",
+        "* ``export_unsound``: on the grown inputs, the ExportedProgram itself fails or differs from eager, and",
+        "  no condition of the model caught it;",
+        "* the bugs: ``project_error`` (a converter crashed, or a size condition refused inputs the",
+        "  ExportedProgram handles), ``mismatch``, ``raw_exception``.",
         "",
         _table(["outcome", "programs"], [[f"``{k}``", str(counts[k])] for k in OUTCOMES if counts[k]]),
         "",
@@ -130,6 +141,35 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         out += [".. code-block:: text", ""] + [f"    {o.kind} seed={s}: {o.detail[:200]}" for s, o in bugs] + [""]
     else:
         out += ["None: no mismatch, no raw exception, no crashed converter.", ""]
+    out += [
+        "Float16 on onnxruntime's CPU",
+        "----------------------------",
+        "",
+        "onnxruntime's CPU has no float16 kernel for most ops: it computes them in float32 and removes the",
+        "``Cast`` pairs between two such ops (its ``RemoveDuplicateCastTransformer`` holds float16 and float32",
+        "in one type group), so a chain of float16 ops keeps float32 where PyTorch rounds after each op. The",
+        "ONNX graph rounds where PyTorch does; the runtime drops the roundings, and the result is more precise",
+        "than eager's. Where a later op amplifies the difference (``layer_norm`` of ``log_softmax(cumsum(x))``,",
+        "``1.5 / log(x * x + 1)``), it exceeds float16's tolerance: the run counts it as ``precision`` when",
+        "onnxruntime is no farther than eager from the float64 result, and as a ``mismatch`` otherwise",
+        "(``_unittests/test_fuzz.py`` checks both ways). Bit-exact float16 needs a runtime with float16 kernels",
+        "(CUDA) or a graph that computes in float32 explicitly.",
+        "",
+    ]
+    out += [
+        "Bugs found by the fuzzer and fixed",
+        "----------------------------------",
+        "",
+        "Each with its smallest program in ``_unittests/test_regressions.py`` (or ``test_fuzz.py`` by seed): a",
+        "float16 result read in float32 lost its rounding (``float32 + float16 * float16``), ``copy_`` of a Python",
+        "number, ``var``/``std`` (every ``Size``) of bfloat16, ``rms_norm`` with a bfloat16 weight, adaptive average",
+        "pooling of bfloat16 over dynamic axes, onnxruntime crashing (segfault) on ``F.linear`` of a transposed",
+        "bfloat16 tensor, ``Dim.AUTO`` axes that torch.export made static, writes through ``expand()``ed views,",
+        "same-dtype ``.to()`` on a view, one-operand einsum views, an empty-slice ``setitem``; and the",
+        "``split`` of a dynamic axis, whose number of pieces the exported graph fixes without a guard (now a",
+        "size condition checked by ``InferenceSession``: ``guarded``).",
+        "",
+    ]
     if unsupported:
         out += ["Unsupported", "-----------", "", "The most frequent reasons:", "", ".. code-block:: text", ""]
         out += [f"    {n:5d}  {reason}" for reason, n in unsupported.most_common(10)] + [""]

@@ -17,7 +17,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from . import capture
 from . import capture_strategies as cs
 from . import dynamic_shapes as ds
-from . import range_constraints
+from . import range_constraints, shape_guards
 from .capture_checks import check_opset
 from .builder import GraphBuilder
 from .complex_pairs import check_no_complex_io
@@ -33,7 +33,7 @@ from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .investigate.report import recording
 from .investigate.verify import verify_export
 from .logs import verbosity
-from .optimize import check_level, optimize_model
+from .optimize import check_level, optimize_model, translation_opset
 from .python_op.capture import capture_autograd_functions
 from .python_op.custom_ops import with_custom_ops
 from .registry import Registry, default_registry
@@ -86,8 +86,8 @@ def to_onnx(
         returned proto references ``filename + '.data'`` instead of holding a second copy of the weights
     :param optimize: ``True`` (default) folds constants, simplifies shape ops, merges common
         subexpressions and removes unused nodes (standard ONNX); ``"onnxruntime"`` also fuses into
-        onnxruntime's ``com.microsoft`` kernels (RMSNorm, skip norms, attention, GELU...); ``False`` keeps the
-        raw translation; see ``_doc/performance.rst``
+        onnxruntime's ``com.microsoft`` kernels (RMSNorm, skip norms, GELU...) and translates at opset 23 at
+        least (ONNX ``Attention``); ``False`` keeps the raw translation; see ``_doc/performance.rst``
     :param registry: converters to use (default: the project's)
     :param verbose: 0 silent, 1 logs the steps and timings and the export report, 2 also every node with
         its time
@@ -161,9 +161,11 @@ def to_onnx(
         # -- custom ops hook: converters from custom_ops=, PythonOp for the others (python_op/custom_ops.py)
         registry = with_custom_ops(registry, ep.graph_module, custom_ops)
         raise_if_missing(missing_converters(ep.graph_module, registry))
-        onnx_model = translate(ep, registry, names, target_opset)
+        # the onnxruntime level translates at opset 23 at least: ONNX Attention (optimize/__init__.py)
+        onnx_model = translate(ep, registry, names, translation_opset(optimize, target_opset))
         export_report.translated(onnx_model)
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
+        shape_guards.record(ep, onnx_model)  # size conditions the graph relies on, checked by InferenceSession
         optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
         cs.record(onnx_model, attempts)
         export_report.optimized(onnx_model)

@@ -173,8 +173,9 @@ def record(
     for r in narrowed:
         message = (
             f"torch.export narrowed a dynamic axis: {r.describe()} (the model's code requires it: a "
-            "torch._check, a slice of a fixed length, a reshape); the ONNX model does not check it, and "
-            f"another size may give other results than PyTorch. The range is kept in metadata_props[{METADATA_KEY!r}]"
+            "torch._check, a slice of a fixed length, a reshape); onnxruntime does not check it (another size may give "
+            f"other results than PyTorch); the range is kept in metadata_props[{METADATA_KEY!r}] and this "
+            "project's InferenceSession refuses sizes outside it"
         )
         logger.debug("%s", message)
         warnings.warn(message, RangeConstraintWarning, stacklevel=3)

@@ -15,6 +15,7 @@ import torch
 
 from .capture_checks import constant_feeds
 from .errors import RuntimeFeedError
+from .runtime_guards import SizeChecks
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,17 @@ def _model_bytes_or_path(model: Any) -> str | bytes:
     raise TypeError(f"InferenceSession takes a path, bytes, onnx.ModelProto or onnx_ir.Model, not {type(model)}")
 
 
+def _metadata(model: Any) -> dict[str, str]:
+    """The ``metadata_props`` of a model given as a path, bytes, ModelProto or onnx_ir.Model."""
+    if isinstance(model, ir.Model):
+        return dict(model.metadata_props)
+    if isinstance(model, (str, os.PathLike)):
+        model = onnx.load(os.fspath(model), load_external_data=False)
+    elif isinstance(model, bytes):
+        model = onnx.load_from_string(model)
+    return {p.key: p.value for p in model.metadata_props} if isinstance(model, onnx.ModelProto) else {}
+
+
 class InferenceSession:
     """An ``onnxruntime.InferenceSession`` that also takes torch tensors as feeds.
 
@@ -87,6 +99,7 @@ class InferenceSession:
             self._sess = self._python_ops
             self._input_names = [i.name for i in self._sess.get_inputs()]
             self._input_types = {i.name: i.type for i in self._sess.get_inputs()}
+            self._size_checks = SizeChecks(_metadata(model))
             return
         # -- end of the PythonOp hook
         content = _model_bytes_or_path(model)
@@ -100,6 +113,8 @@ class InferenceSession:
             self._sess = ort.InferenceSession(content, sess_options=sess_options, providers=[CPU])
         self._input_names = [i.name for i in self._sess.get_inputs()]
         self._input_types = {i.name: i.type for i in self._sess.get_inputs()}
+        # conditions on the input sizes the exported graph relies on (runtime_guards.py)
+        self._size_checks = SizeChecks(self._sess.get_modelmeta().custom_metadata_map)
 
     def get_inputs(self) -> list[Any]:
         return self._sess.get_inputs()
@@ -129,6 +144,8 @@ class InferenceSession:
                 + (f"unknown {unknown}" if unknown else "")
             )
         check_feed_types(self.get_inputs(), feeds)
+        if self._size_checks:
+            self._size_checks.check({name: feed_type(value)[1] for name, value in feeds.items()})
 
     def run(
         self,

@@ -1,0 +1,143 @@
+"""The conditions on input sizes an ONNX model carries in its ``metadata_props``, checked on the feeds.
+
+Two keys written by :func:`~experimental.torch_interpreter.to_onnx`: ``aten2onnx.range_constraints`` (the
+ranges torch.export narrowed on dynamic axes, :mod:`.range_constraints`) and ``aten2onnx.shape_guards``
+(conditions the graph relies on, :mod:`.shape_guards`). :class:`SizeChecks` reads them once and raises a
+:class:`~experimental.torch_interpreter.RuntimeFeedError` naming the input, the axis, the condition and where
+it comes from when a feed breaks one. The conditions are Python expressions read by a small evaluator that
+accepts only integers, arithmetic, comparisons, ``and``/``or``/``not``, ``min``/``max``/``ceil``/``floor``
+and ``shape(input, axis)``: a model file never runs code.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import math
+import operator
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any
+
+from .errors import RuntimeFeedError
+
+logger = logging.getLogger(__name__)
+
+RANGES_KEY = "aten2onnx.range_constraints"
+GUARDS_KEY = "aten2onnx.shape_guards"
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: lambda a, b: Fraction(a) / Fraction(b),
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+_CALLS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "ceil": math.ceil, "floor": math.floor, "abs": abs}
+
+
+def evaluate(text: str, shapes: Mapping[str, tuple[int, ...]]) -> Any:
+    """The value of the condition ``text`` for the input ``shapes`` ({input name: shape}).
+
+    >>> evaluate("((shape('x', 1) <= 6) and (shape('x', 1) > 3))", {"x": (2, 8)})
+    False
+    >>> evaluate("ceil(shape('x', 0) / 2) == 3", {"x": (5,)})
+    True
+    """
+
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, bool)):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+            value = ev(node.operand)
+            return -value if isinstance(node.op, ast.USub) else not value
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.BoolOp):
+            values = [ev(v) for v in node.values]
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.Compare) and all(type(o) in _COMPARE for o in node.ops):
+            left, result = ev(node.left), True
+            for op, right_node in zip(node.ops, node.comparators):
+                right = ev(right_node)
+                result = result and _COMPARE[type(op)](left, right)
+                left = right
+            return result
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+            if node.func.id == "shape" and len(node.args) == 2:
+                name, axis = (a.value for a in node.args if isinstance(a, ast.Constant))
+                return shapes[name][axis]
+            if node.func.id in _CALLS:
+                return _CALLS[node.func.id](*(ev(a) for a in node.args))
+        raise ValueError(f"unexpected {ast.dump(node)[:80]} in a size condition")
+
+    return ev(ast.parse(text, mode="eval"))
+
+
+class SizeChecks:
+    """The size conditions of a model (its ``metadata_props``), checked by :meth:`check` on every run.
+
+    >>> checks = SizeChecks({"aten2onnx.shape_guards": '[{"check": "shape(\\'x\\', 0) <= 6", "why": "w",'
+    ...                      ' "node": "split", "source": "m.py:3"}]'})
+    >>> checks.check({"x": (8, 2)})
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.RuntimeFeedError: the feeds break a condition the exported graph relies on: shape('x', 0) <= 6 with x of shape (8, 2) (w, FX node 'split', m.py:3); PyTorch would give other results: export again with inputs of this size, or make the model's code independent of it
+    """
+
+    def __init__(self, metadata: Mapping[str, str]):
+        self.guards: list[dict[str, str]] = []
+        self.ranges: list[dict[str, Any]] = []
+        try:
+            self.guards = json.loads(metadata[GUARDS_KEY]) if GUARDS_KEY in metadata else []
+            ranges = json.loads(metadata[RANGES_KEY]) if RANGES_KEY in metadata else []
+            self.ranges = [r for r in ranges if r.get("narrowed")]
+        except (ValueError, TypeError) as e:  # a model edited by hand: say so, check nothing
+            logger.warning("size conditions of the model unreadable (%s): not checked", e)
+
+    def __bool__(self) -> bool:
+        return bool(self.guards or self.ranges)
+
+    def check(self, shapes: Mapping[str, tuple[int, ...] | None]) -> None:
+        """Raises :class:`RuntimeFeedError` when the input ``shapes`` break a condition."""
+        for r in self.ranges:
+            shape = shapes.get(r["input"])
+            if shape is None or r["axis"] >= len(shape):
+                continue
+            size = shape[r["axis"]]
+            if size < r["low"] or (r["high"] is not None and size > r["high"]):
+                bounds = f">= {r['low']}" if r["high"] is None else f"in [{r['low']}, {r['high']}]"
+                raise RuntimeFeedError(
+                    f"input {r['input']!r} axis {r['axis']} ({r['dim']!r}) is {size}, the exported graph needs it "
+                    f"{bounds} (torch.export narrowed that range: metadata_props[{RANGES_KEY!r}]); PyTorch would "
+                    "give other results or fail: export again with inputs of this size"
+                )
+        known = {k: v for k, v in shapes.items() if v is not None}
+        for g in self.guards:
+            try:
+                holds = bool(evaluate(g["check"], known))
+            except (KeyError, IndexError):  # an input whose shape was not given (an OrtValue...): unchecked
+                continue
+            except (ValueError, SyntaxError, TypeError, ZeroDivisionError) as e:
+                logger.warning("size condition %r unreadable (%s): not checked", g["check"], e)
+                continue
+            if not holds:
+                inputs = ", ".join(f"{n} of shape {tuple(s)}" for n, s in known.items() if repr(n) in g["check"])
+                raise RuntimeFeedError(
+                    f"the feeds break a condition the exported graph relies on: {g['check']} with {inputs} "
+                    f"({g['why']}, FX node {g['node']!r}, {g['source']}); PyTorch would give other results: "
+                    "export again with inputs of this size, or make the model's code independent of it"
+                )

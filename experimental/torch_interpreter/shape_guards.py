@@ -1,0 +1,162 @@
+"""Conditions on the input sizes that an exported graph relies on but does not check: kept in the ONNX model.
+
+torch.export checks the ranges of the dynamic axes (:mod:`.range_constraints`), yet some graphs hold more:
+
+* ``aten::split.Tensor`` of a dynamic axis gives as many pieces as the example input had, a number the graph
+  fixes without a guard (torch 2.13): ``x.split(3, dim=1)`` exported with 6 columns gives two pieces, and on
+  8 columns the ONNX model, like the ExportedProgram, returns two pieces where PyTorch returns three;
+* ``aten::_assert_scalar`` nodes: runtime asserts torch.export keeps in the graph, which ONNX cannot express.
+
+:func:`record` writes each such condition over the input sizes into the model's ``metadata_props`` under
+:data:`METADATA_KEY` (JSON): the condition as a Python expression of ``shape(input name, axis)`` terms, and where it
+comes from (FX node, user's line). :class:`~experimental.torch_interpreter.InferenceSession` checks them on
+every run (:mod:`.runtime_guards`) and refuses inputs outside with a
+:class:`~experimental.torch_interpreter.RuntimeFeedError` instead of returning other numbers than PyTorch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import onnx_ir as ir
+import sympy
+import torch
+from torch.export.graph_signature import InputKind
+
+from .provenance import source_line
+from .range_constraints import RangeConstraintWarning
+
+logger = logging.getLogger(__name__)
+
+#: key of the model's ``metadata_props`` holding the conditions on the input sizes (a JSON list)
+METADATA_KEY = "aten2onnx.shape_guards"
+
+
+def _input_axes(ep: torch.export.ExportedProgram, input_names: list[str]) -> dict[sympy.Symbol, str]:
+    """``{symbol: "shape('x', 1)"}`` for every dynamic axis of a user input whose size is a plain symbol."""
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    users = [n for n, s in zip(placeholders, ep.graph_signature.input_specs) if s.kind == InputKind.USER_INPUT]
+    names = input_names if len(input_names) == len(users) else [n.name for n in users]
+    found: dict[sympy.Symbol, str] = {}
+    for node, name in zip(users, names):
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            for axis, size in enumerate(val.shape):
+                if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
+                    found.setdefault(size.node.expr, f"shape({name!r}, {axis})")
+    return found
+
+
+def _expr(value: Any) -> sympy.Expr:
+    return value.node.expr if isinstance(value, (torch.SymInt, torch.SymBool)) else sympy.sympify(value)
+
+
+def _conditions(ep: torch.export.ExportedProgram) -> Iterator[tuple[sympy.Basic, torch.fx.Node, str]]:
+    """``(condition, node, why)`` for each condition of the top-level graph."""
+    for node in ep.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is torch.ops.aten.split.Tensor:
+            pieces = node.meta.get("val")
+            x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+            if not isinstance(pieces, (list, tuple)) or not isinstance(x, torch.Tensor):
+                continue
+            dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+            size = x.shape[dim % x.dim()]
+            if not isinstance(size, torch.SymInt):
+                continue
+            n, k = len(pieces), _expr(node.args[1] if len(node.args) > 1 else node.kwargs["split_size"])
+            d = _expr(size)
+            why = f"{node.target.name()} gives {n} pieces of {k}, a number fixed at export"
+            yield sympy.And(sympy.Gt(d, (n - 1) * k), sympy.Le(d, n * k)), node, why
+        elif node.target is torch.ops.aten._assert_scalar.default:
+            condition = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+            if isinstance(condition, torch.SymBool):
+                yield _expr(condition), node, "a runtime assert of the exported program"
+
+
+class _Printer(sympy.printing.str.StrPrinter):
+    """Python syntax for the conditions: ``==``, ``and``, ``//``, ``%`` (read back by runtime_guards)."""
+
+    def _print_Equality(self, e: Any) -> str:
+        return f"({self._print(e.lhs)} == {self._print(e.rhs)})"
+
+    def _print_Unequality(self, e: Any) -> str:
+        return f"({self._print(e.lhs)} != {self._print(e.rhs)})"
+
+    def _print_And(self, e: Any) -> str:
+        return "(" + " and ".join(self._print(a) for a in e.args) + ")"
+
+    def _print_Or(self, e: Any) -> str:
+        return "(" + " or ".join(self._print(a) for a in e.args) + ")"
+
+    def _print_Not(self, e: Any) -> str:
+        return f"(not {self._print(e.args[0])})"
+
+    def _print_Relational(self, e: Any) -> str:
+        return f"({self._print(e.lhs)} {e.rel_op} {self._print(e.rhs)})"
+
+    def _print_Function(self, e: Any) -> str:
+        name = type(e).__name__
+        known = {"FloorDiv": "//", "PythonMod": "%", "Mod": "%"}
+        if name in known:
+            return f"({self._print(e.args[0])} {known[name]} {self._print(e.args[1])})"
+        calls = {"CeilToInt": "ceil", "ceiling": "ceil", "FloorToInt": "floor", "floor": "floor", "Max": "max",
+                 "Min": "min", "Abs": "abs"}
+        return f"{calls.get(name, name)}(" + ", ".join(self._print(a) for a in e.args) + ")"
+
+    _print_Max = _print_Min = _print_ceiling = _print_floor = _print_Abs = _print_Function
+
+    def _print_Mod(self, e: Any) -> str:
+        return f"({self._print(e.args[0])} % {self._print(e.args[1])})"
+
+    def _print_Rational(self, e: Any) -> str:
+        return f"({e.p} / {e.q})"
+
+
+def guards(ep: torch.export.ExportedProgram, input_names: list[str]) -> list[dict[str, str]]:
+    """The conditions of ``ep`` over its inputs' sizes (``input_names``: their ONNX names), each as
+    ``{"check": Python expression, "why": reason, "node": FX node, "source": user's line}``; conditions on
+    data-dependent sizes (unbacked symbols) are left out: only the sizes of the inputs can be checked.
+
+    >>> import torch
+    >>> class M(torch.nn.Module):
+    ...     def forward(self, x):
+    ...         return x.split(3, dim=1)[-1] * 2
+    >>> ep = torch.export.export(M(), (torch.randn(2, 6),), dynamic_shapes=({1: torch.export.Dim.DYNAMIC},))
+    >>> [g["check"] for g in guards(ep, ["x"])]
+    ["((shape('x', 1) <= 6) and (shape('x', 1) > 3))"]
+    """
+    axes = _input_axes(ep, input_names)
+    found: list[dict[str, str]] = []
+    for condition, node, why in _conditions(ep):
+        if condition is sympy.true or not condition.free_symbols:
+            continue
+        if not condition.free_symbols <= set(axes):
+            logger.debug("condition %s of node %s is on sizes the inputs do not give: not kept", condition, node)
+            continue
+        named = condition.xreplace({s: sympy.Symbol(axes[s]) for s in condition.free_symbols})
+        found.append({"check": _Printer().doprint(named), "why": why, "node": node.name, "source": source_line(node)})
+    return found
+
+
+def record(ep: torch.export.ExportedProgram, model: ir.Model) -> list[dict[str, str]]:
+    """Writes :func:`guards` into ``model.metadata_props[METADATA_KEY]`` (nothing when there is none) and
+    warns (:class:`~experimental.torch_interpreter.RangeConstraintWarning`) about each."""
+    found = guards(ep, [v.name for v in model.graph.inputs])
+    for g in found:
+        message = (
+            f"the exported graph relies on a condition on the input sizes that it does not check: {g['check']} "
+            f"({g['why']}, FX node {g['node']!r}, {g['source']}); other sizes would give other results than "
+            f"PyTorch. It is kept in metadata_props[{METADATA_KEY!r}] and this project's InferenceSession "
+            "refuses inputs that break it"
+        )
+        warnings.warn(message, RangeConstraintWarning, stacklevel=3)
+    if found:
+        model.metadata_props[METADATA_KEY] = json.dumps(found)
+        logger.info("%d conditions on the input sizes kept in metadata_props[%r]", len(found), METADATA_KEY)
+    return found
