@@ -20,6 +20,8 @@ Every failure ``to_onnx`` reports derives from
 Each section below triggers one and prints the real message.
 """
 
+import warnings
+
 import torch
 from torch._higher_order_ops.scan import scan
 
@@ -285,6 +287,29 @@ for strict in (False, True):
 sess = InferenceSession(to_onnx(torch.nn.ReLU(), (torch.randn(3),)))
 print([i.name for i in sess.get_inputs()])
 show(lambda: sess.run(None, {"x": torch.randn(3)}))
+
+# %%
+# Sizes the exported graph does not cover
+# ---------------------------------------
+#
+# Some graphs hold for a range of sizes only: ``x.split(3, dim=1)`` exported with 6 columns gives two pieces,
+# a number the graph fixes without a guard; with 8 columns PyTorch gives three pieces, and the ExportedProgram
+# and an ONNX model two others. ``to_onnx`` warns (``RangeConstraintWarning``), keeps the condition in
+# ``metadata_props`` and ``InferenceSession`` refuses the sizes outside it instead of returning other numbers.
+
+
+class LastPiece(torch.nn.Module):
+    def forward(self, x):
+        return x.split(3, dim=1)[-1] * 2
+
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    onx = to_onnx(LastPiece(), (torch.randn(2, 6),), dynamic_shapes=({1: "n"},))
+print("\n".join(str(w.message)[:150] for w in caught))
+sess = InferenceSession(onx)
+print(sess.run(None, {"x": torch.randn(2, 5)})[0].shape)  # 5 columns: two pieces, as in PyTorch
+show(lambda: sess.run(None, {"x": torch.randn(2, 8)}))
 
 # %%
 # One base class
