@@ -196,3 +196,54 @@ def test_aten_grouped_mm_bfloat16():
     onx = check_model(Grouped(), (x, offs), dynamic_shapes=({0: "rows"}, None), atol=0.05, rtol=0.02,
                       more_inputs=[(other, None)])
     assert op_types(onx).count("MatMul") == 4
+
+
+# -- loops over the sequence (capture strategy transformers_recurrences) ---------------------------------------
+def _config(name: str, **kwargs):
+    transformers = pytest.importorskip("transformers")
+    return getattr(transformers, name)(num_hidden_layers=2, hidden_size=64, vocab_size=1000, use_cache=False, **kwargs)
+
+
+def _mamba():
+    import transformers
+
+    return transformers.MambaForCausalLM(_config("MambaConfig"))
+
+
+def _rwkv():
+    import transformers
+
+    return transformers.RwkvForCausalLM(_config("RwkvConfig", intermediate_size=128))
+
+
+def _recurrent_gemma():
+    import transformers
+
+    cfg = _config("RecurrentGemmaConfig", num_attention_heads=4, num_key_value_heads=2, intermediate_size=128)
+    return transformers.RecurrentGemmaForCausalLM(cfg)
+
+
+def _cpmant():
+    import transformers
+
+    return transformers.CpmAntForCausalLM(_config("CpmAntConfig", num_attention_heads=4))
+
+
+@pytest.mark.parametrize(
+    "factory, scan",
+    [(_mamba, True), (_rwkv, True), (_recurrent_gemma, True), (_cpmant, False)],
+    ids=["mamba", "rwkv", "recurrent_gemma", "cpmant"],
+)
+def test_zoo_sequence_loop_models(factory, scan):
+    """A Python loop over the sequence (a mask from a Python list for CPM-Ant) made the sequence static
+    ("Constraints violated"): patched for the export only, the sequence stays dynamic and matches eager."""
+    from experimental.torch_interpreter.patches import TRANSFORMERS_RECURRENCES
+
+    torch.manual_seed(0)
+    model = factory().eval()
+    feeds = {k: v for k, v in _inputs(2, 7).items() if k in ("input_ids", "attention_mask")}
+    onx = check_model(model, (), feeds, dynamic_shapes=DYNAMIC, more_inputs=[((), _inputs(3, 13))], atol=1e-3)
+    assert ("Scan" in op_types(onx)) == scan
+    meta = {p.key: p.value for p in onx.metadata_props}
+    assert "transformers_recurrences" in meta["aten2onnx.capture.strategies"]
+    assert any(p.needed() for p in TRANSFORMERS_RECURRENCES)  # undone after the export: applicable again

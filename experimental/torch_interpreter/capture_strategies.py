@@ -26,6 +26,10 @@ logged and recorded in the ONNX model's ``metadata_props`` (``aten2onnx.capture.
   holding such ops are lowered.
 - ``transformers_caches``: when an input is a transformers cache or the model a ``PreTrainedModel``, the
   cache classes are registered as pytree nodes (``patches/transformers_caches.py``) for the export only.
+- ``transformers_recurrences``: for a ``PreTrainedModel``, the Python loops over the sequence of recurrent
+  models (Mamba, Falcon-Mamba, Jamba, RWKV, RecurrentGemma; CPM-Ant's mask) are replaced for the export by
+  the same computation through ``scan`` (``patches/transformers_recurrences.py``): unrolled, they make the
+  sequence axis static ("Constraints violated").
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from . import capture_checks as checks
 from . import dynamic_shapes as ds
 from .capture_kernels import shape_only_rnn_kernels
 from .errors import CaptureStrategyWarning, DynamicShapeError, ExportCaptureError
-from .patches import ALL_PATCHES
+from .patches import ALL_PATCHES, TRANSFORMERS_RECURRENCES
 from .patches.control_flow import PATCHES as CONTROL_FLOW_PATCHES
 
 logger = logging.getLogger(__name__)
@@ -60,6 +64,7 @@ STRATEGIES = (
     "control_flow_aliasing",
     "other_mode",
     "lower_functorch",
+    "transformers_recurrences",
 )
 
 _METADATA_PREFIX = "aten2onnx.capture."
@@ -145,18 +150,25 @@ def _is_transformers_model(model: Any) -> bool:
 
 @contextlib.contextmanager
 def scope(model: Any, args: tuple, kwargs: dict, report: CaptureReport) -> Iterator[None]:
-    """Applies the patches ``transformers_caches`` needs while capturing, undone on exit."""
+    """Applies the patches ``transformers_caches`` and ``transformers_recurrences`` need while capturing,
+    undone on exit."""
     strategies, undo = report.strategies, []
     try:
         if "transformers_caches" in strategies and (_contains_cache((args, kwargs)) or _is_transformers_model(model)):
             for patch in ALL_PATCHES:
-                if patch.group == "transformers" and patch.needed():
+                if patch.group == "transformers" and patch not in TRANSFORMERS_RECURRENCES and patch.needed():
                     undo.append((patch, patch.apply()))
             if undo:
                 report.use(
                     "transformers_caches",
                     "registered as pytree nodes for the export: " + ", ".join(p.name for p, _ in undo),
                 )
+        if "transformers_recurrences" in strategies and _is_transformers_model(model):
+            applied = [(p, p.apply()) for p in TRANSFORMERS_RECURRENCES if p.needed()]
+            undo += applied
+            if applied:
+                report.use("transformers_recurrences", "loops over the sequence as scan: "
+                           + ", ".join(p.name for p, _ in applied))
         yield
     finally:
         for patch, fn in reversed(undo):

@@ -58,7 +58,8 @@ def bypass_export_some_errors(
 
     :param patch_sympy: patches for sympy (none is needed with sympy 1.14 and torch 2.13)
     :param patch_torch: patches for torch, see the table below
-    :param patch_transformers: registers transformers caches as pytree nodes
+    :param patch_transformers: registers transformers caches as pytree nodes and rewrites the loops over
+        the sequence of a few recurrent models with ``scan`` (``patches/transformers_recurrences.py``)
     :param backed_size_oblivious: sets ``torch.fx.experimental._config.backed_size_oblivious`` while
         exporting, so that an example input of size 1 on a dynamic axis (a past length of 1) does not
         specialize the dimension; the graph is then valid for sizes >= 2 and for 1 where broadcasting
@@ -99,6 +100,13 @@ def bypass_export_some_errors(
        * - EncoderDecoderCache as pytree
          - transformers
          - ``Unsupported input type <class '...EncoderDecoderCache'>``
+       * - mamba_selective_scan as scan (Mamba, Falcon-Mamba, Jamba), rwkv_linear_attention_cpu as scan,
+           RecurrentGemmaRglru._rnn_scan as scan
+         - transformers
+         - ``Constraints violated (L['input_ids'].size()[1])``: a Python loop over the sequence, unrolled
+       * - CpmAntModel._prepare_attention_mask with arange
+         - transformers
+         - the same, from a mask built with ``torch.tensor(list(range(seqlen)))``
 
     Example::
 
