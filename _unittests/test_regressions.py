@@ -552,6 +552,19 @@ def test_write_through_expand_of_a_dynamic_length():
     )
 
 
+def test_write_through_expand_of_bfloat16():
+    """The write-back numbered the elements with ``Size``, which onnxruntime lacks for bfloat16: a model it
+    refused to load (NOT_IMPLEMENTED)."""
+    check_model(
+        _WriteThroughDynamicExpand(),
+        (torch.randn(3, 4).bfloat16(),),
+        dynamic_shapes=({0: "b", 1: "n"},),
+        more_inputs=[((torch.randn(5, 2).bfloat16(),), None)],
+        atol=1e-2,
+        rtol=1e-2,
+    )
+
+
 def test_one_hot_of_data_dependent_width_is_a_clear_error():
     """num_classes=-1: the width is the largest value plus one; torch.export refuses it, with advice."""
     from experimental.torch_interpreter import to_onnx

@@ -454,7 +454,7 @@ class AliasEnv(dict):
 def _numbered(ctx: NodeContext, old: ir.Value, shape: ir.Value) -> ir.Value:
     """``arange(numel).reshape(shape)``: each element of ``old`` replaced by its flat position, so that a view
     op applied to it gives the positions the view picks."""
-    numel = ctx.op("Size", old)
+    numel = ctx.op("ReduceProd", shape, keepdims=0)  # not Size: onnxruntime has no bfloat16 Size kernel
     numbered = ctx.op("Reshape", ctx.op("Range", ctx.const(0, INT64), numel, ctx.const(1, INT64)), shape)
     numbered.shape = old.shape
     return numbered
