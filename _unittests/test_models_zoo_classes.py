@@ -116,6 +116,15 @@ def test_complex_arithmetic(op):
     check_model(M(), (torch.randn(3, 4, 2), torch.randn(3, 4, 2)))
 
 
+def test_complex_real_imag():
+    class M(torch.nn.Module):
+        def forward(self, a):
+            c = torch.view_as_complex(a) * torch.view_as_complex(a.flip(-1))
+            return c.real * 2 + c.imag.transpose(0, 1).transpose(0, 1)
+
+    check_model(M(), (torch.randn(3, 4, 2),), dynamic_shapes=({0: "n"},), more_inputs=[((torch.randn(5, 4, 2),), None)])
+
+
 def test_complex_model_output_is_a_clear_error():
     class M(torch.nn.Module):
         def forward(self, x):

@@ -66,6 +66,13 @@ def complex_polar(ctx: NodeContext, abs: ir.Value, angle: ir.Value) -> ir.Value:
     return ctx.op("Concat", re, im, axis=-1)
 
 
+@register("complex::real.default", "complex::imag.default")
+def complex_real(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """real(Tensor(a) self) -> Tensor(a), imag(...): one part of the pair, a real tensor (a boundary too)."""
+    index = 1 if ctx.node.target.__name__.startswith("imag") else 0
+    return ctx.op("Gather", self, ctx.const(index, INT64), axis=-1)
+
+
 # -- arithmetic -------------------------------------------------------------------------------------------
 @register("complex::mul.Tensor", "complex::mul.Scalar")
 def complex_mul(ctx: NodeContext, self: Any, other: Any) -> ir.Value:
