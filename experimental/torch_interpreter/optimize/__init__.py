@@ -5,10 +5,13 @@
 * ``False``: the raw translation, one group of nodes per FX node;
 * ``True`` (default): constant folding, shape-op simplification, common subexpression elimination and unused
   removal (:mod:`.passes`, built on onnxscript's optimizer and onnx-ir's passes), standard ONNX only;
-* ``"onnxruntime"``: the generic level, then fusions into the kernels onnxruntime runs
+* ``"onnxruntime"``: the translation at opset :data:`ATTENTION_OPSET` at least (:func:`translation_opset`:
+  ``scaled_dot_product_attention`` becomes one ONNX ``Attention`` node, which onnxruntime runs as one kernel,
+  grouped-query heads included, and which returns 0 on the rows a mask hides entirely as PyTorch does), the
+  generic level, then fusions into the kernels onnxruntime runs
   (``SimplifiedLayerNormalization``, ``SkipSimplifiedLayerNormalization``, ``SkipLayerNormalization``,
-  ``MultiHeadAttention``, ``FastGelu``/``BiasGelu``, ``FusedMatMul``...) (:mod:`.ort_fusions`); the model
-  needs onnxruntime (or a runtime implementing the ``com.microsoft`` domain).
+  ``FastGelu``/``BiasGelu``, ``FusedMatMul``..., ``MultiHeadAttention`` below opset 23) (:mod:`.ort_fusions`);
+  the model needs onnxruntime (or a runtime implementing the ``com.microsoft`` domain).
 
 Metadata (``pkg.torch.fx_node``, ``pkg.torch.source``...) stays on every node that remains; a fused node
 carries the metadata its nodes shared.
@@ -28,6 +31,9 @@ logger = logging.getLogger(__name__)
 #: the values ``optimize=`` accepts, besides True and False
 LEVELS = ("none", "default", "onnxruntime")
 
+#: the opset the onnxruntime level translates at, at least: ONNX ``Attention`` (onnxruntime >= 1.23)
+ATTENTION_OPSET = 23
+
 
 def check_level(level: bool | str | None) -> str:
     """Returns the level's name (one of :data:`LEVELS`); raises ``ValueError`` for an unknown one.
@@ -45,6 +51,30 @@ def check_level(level: bool | str | None) -> str:
     if isinstance(level, str) and level in LEVELS:
         return level
     raise ValueError(f"optimize={level!r}: expected True, False or one of {LEVELS}")
+
+
+def translation_opset(level: bool | str | None, target_opset: int) -> int:
+    """The opset ``to_onnx`` translates at for ``optimize=level``: ``target_opset``, raised to
+    :data:`ATTENTION_OPSET` at the onnxruntime level when the installed onnx and onnxruntime know it.
+
+    Example::
+
+        >>> from experimental.torch_interpreter.optimize import translation_opset
+        >>> translation_opset(True, 18), translation_opset("onnxruntime", 18), translation_opset("onnxruntime", 24)
+        (18, 23, 24)
+    """
+    if check_level(level) != "onnxruntime" or target_opset >= ATTENTION_OPSET:
+        return target_opset
+    import onnx
+
+    from ..capture_checks import onnxruntime_max_opset
+
+    ort_max = onnxruntime_max_opset()
+    if onnx.defs.onnx_opset_version() < ATTENTION_OPSET or ort_max is None or ort_max < ATTENTION_OPSET:
+        logger.info("optimize='onnxruntime': opset %d kept, onnx or onnxruntime lacks opset %d", target_opset,
+                    ATTENTION_OPSET)
+        return target_opset
+    return ATTENTION_OPSET
 
 
 def optimize_model(model: ir.Model, level: bool | str = True) -> ir.Model:
@@ -90,4 +120,4 @@ def optimize_model(model: ir.Model, level: bool | str = True) -> ir.Model:
     return model
 
 
-__all__ = ["LEVELS", "check_level", "optimize_model"]
+__all__ = ["ATTENTION_OPSET", "LEVELS", "check_level", "optimize_model", "translation_opset"]

@@ -3,8 +3,9 @@
 The fusions are onnxscript's (``onnxscript.rewriter.ort_fusions.optimize_for_ort``, the ones
 ``torch.onnx.export`` users run): RMS normalization (``SimplifiedLayerNormalization``), residual + norm
 (``SkipSimplifiedLayerNormalization``, ``SkipLayerNormalization``), rotary embedding, attention
-(``MultiHeadAttention``/``GroupQueryAttention`` from the softmax(QK^T)V pattern), GELU (``FastGelu``,
-``BiasGelu``), ``FusedMatMul``. Their patterns spell axes the way ``torch.onnx.export`` writes them;
+(``MultiHeadAttention``/``GroupQueryAttention`` from the softmax(QK^T)V pattern, when the translation is
+below opset 23; from 23 on it is one ONNX ``Attention`` node already, whose repeated grouped-query heads
+:mod:`.attention_heads` removes), GELU (``FastGelu``, ``BiasGelu``), ``FusedMatMul``. Their patterns spell axes the way ``torch.onnx.export`` writes them;
 :class:`CanonicalAxesPass` rewrites ours the same way first, without it no RMSNorm, skip-norm or rotary
 pattern matches the graphs of ``to_onnx``. GELU, and what the fusions leave around attention, are
 rewritten by :mod:`.ort_rewrites`.
@@ -23,6 +24,7 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 
+from .attention_heads import attention_without_repeated_heads
 from .ort_rewrites import rewrite_around_attention, rewrite_before_fusions
 
 logger = logging.getLogger(__name__)
@@ -147,6 +149,7 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     _, counts = ort_fusions.optimize_for_ort(model)
     counts.update(ours)
     counts.update(rewrite_around_attention(model))
+    counts.update(attention_without_repeated_heads(model))
     model.ir_version = ir_version
     if any(n.domain == "com.microsoft" for n in model.graph.all_nodes()):
         model.opset_imports.setdefault("com.microsoft", 1)

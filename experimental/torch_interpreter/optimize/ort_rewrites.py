@@ -109,12 +109,35 @@ class _GeluFusion(pattern.RewriteRuleClassBase):
         return op.FastGelu(x, _domain="com.microsoft") if self._tanh else op.Gelu(x, _domain="com.microsoft")
 
 
+class _OnnxGelu(pattern.RewriteRuleClassBase):
+    """ONNX ``Gelu`` (opset 20, what ``aten::gelu`` becomes from that opset on) → ``com.microsoft::Gelu`` or
+    ``FastGelu``: onnxscript's ``BiasGelu`` fusion reads the former, and the CPU kernels are these."""
+
+    def __init__(self, name: str, tanh: bool):
+        super().__init__(name)
+        self._tanh = tanh
+
+    def pattern(self, op, x):
+        return op.Gelu(x, approximate="tanh" if self._tanh else "none")
+
+    def check(self, context, x, **_) -> pattern.MatchResult:
+        result = pattern.MatchResult()
+        if x.dtype != ir.DataType.FLOAT:
+            return result.fail("the CPU kernels take float32 only", x)
+        return result
+
+    def rewrite(self, op, x, **_):
+        return op.FastGelu(x, _domain="com.microsoft") if self._tanh else op.Gelu(x, _domain="com.microsoft")
+
+
 #: GELU spelled as ``aten::gelu``'s translation and transformers' tanh GELU write it (operands commuted too)
 GELU_RULES = pattern.RewriteRuleSet(
     [
         _GeluFusion.rule("ErfGelu", tanh=False),
         _GeluFusion.rule("TanhGeluPow", tanh=True),
         _GeluFusion.rule("TanhGeluMul", tanh=True, cube_as_pow=False),
+        _OnnxGelu.rule("OnnxGelu", tanh=False),
+        _OnnxGelu.rule("OnnxFastGelu", tanh=True),
     ],
     commute=True,
 )
