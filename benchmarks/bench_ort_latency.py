@@ -1,10 +1,12 @@
 """ONNX Runtime CPU latency and node counts: to_onnx (optimize=True and "onnxruntime") against
 ``torch.onnx.export(..., dynamo=True)`` and the same model after onnxscript's ``optimize_for_ort``.
 
-Medium random-weight models (hidden 512, 4 layers, batch 2, sequence 128, no cache), all exported in one
-process; the variants of one model run interleaved (one call each, in turn, ``--repeat`` times) and the
-median is reported, so a machine shared with other work slows every variant alike. Writes a reST
-table included by ``_doc/performance.rst`` and a plot next to it::
+Medium random-weight models (hidden 512, 4 layers, batch 2, sequence 128), all exported in one process;
+the variants of one model run interleaved (one call each, in turn, ``--repeat`` times) and the median is
+reported, so a machine shared with other work slows every variant alike. Three cases per decoder: no cache
+(``use_cache=False``), and the model exported with its cache (``DynamicCache`` as inputs and outputs) run
+as a prefill (an empty past, 128 new tokens) and as one decoding step (a past of 128 tokens, 1 new token).
+Writes a reST table included by ``_doc/performance.rst`` and a plot next to it::
 
     python benchmarks/bench_ort_latency.py --models llama,gpt2 --repeat 30
 """
@@ -33,17 +35,61 @@ from experimental.torch_interpreter import to_onnx
 logger = logging.getLogger("bench_ort_latency")
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, VOCAB, BATCH, SEQ = 512, 4, 8, 4, 8000, 2, 128
+#: the cases of a model exported with its cache: (name, past length, new tokens)
+CACHE_CASES = (("prefill", 0, SEQ), ("decode", SEQ, 1))
+#: why a model has no cache rows
+NO_CACHE = {
+    "bert": "an encoder: no cache",
+    "t5": "not measured with a cache: torch.onnx.export already fails on it without one",
+}
 DOC = os.path.join(os.path.dirname(__file__), "..", "_doc")
 BATCH_SEQ = {0: "batch", 1: "seq"}
 
 
-def _decoder(cls: type, config: type, **extra: Any) -> torch.nn.Module:
+def _decoder(cls: type, config: type, use_cache: bool = False, **extra: Any) -> torch.nn.Module:
     return cls(
         config(
             hidden_size=HIDDEN, intermediate_size=4 * HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-            num_key_value_heads=KV_HEADS, vocab_size=VOCAB, max_position_embeddings=1024, use_cache=False, **extra,
+            num_key_value_heads=KV_HEADS, vocab_size=VOCAB, max_position_embeddings=1024, use_cache=use_cache,
+            **extra,
         )
     )
+
+
+class WithCache(torch.nn.Module):
+    """``model(input_ids, attention_mask, past_key_values)`` with these three named parameters (the forward of
+    transformers' models takes the cache through ``**kwargs``, which ``torch.onnx.export`` cannot name)."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, past_key_values: Any) -> Any:
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values)
+
+
+def _cache_inputs(model: torch.nn.Module, seq: int, past: int, seed: int) -> dict:
+    """input_ids ``(BATCH, seq)``, attention_mask ``(BATCH, past + seq)``, a DynamicCache of ``past`` tokens."""
+    cfg = model.model.config
+    gen = torch.Generator().manual_seed(seed)
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    shape = (BATCH, heads, past, cfg.hidden_size // cfg.num_attention_heads)
+    cache = transformers.DynamicCache(config=cfg)
+    for layer in range(cfg.num_hidden_layers):
+        cache.update(torch.randn(shape, generator=gen), torch.randn(shape, generator=gen), layer)
+    return {
+        "input_ids": torch.randint(0, VOCAB, (BATCH, seq), generator=gen),
+        "attention_mask": torch.ones(BATCH, past + seq, dtype=torch.int64),
+        "past_key_values": cache,
+    }
+
+
+def _cache_dynamic(model: torch.nn.Module) -> dict:
+    return {
+        "input_ids": BATCH_SEQ,
+        "attention_mask": {0: "batch", 1: "total"},
+        "past_key_values": [{0: "batch", 2: "past"}] * (2 * model.model.config.num_hidden_layers),
+    }
 
 
 def _ids(seed: int) -> torch.Tensor:
@@ -60,12 +106,16 @@ def _decoder_case(model: torch.nn.Module) -> tuple[torch.nn.Module, dict, dict]:
     return model, {"input_ids": _ids(0), "attention_mask": _mask()}, {"input_ids": BATCH_SEQ, "attention_mask": BATCH_SEQ}
 
 
-def _gpt2() -> tuple[torch.nn.Module, dict, dict]:
+def _gpt2_model(use_cache: bool = False) -> torch.nn.Module:
     cfg = transformers.GPT2Config(
-        n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS, vocab_size=VOCAB, n_positions=1024, use_cache=False,
+        n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS, vocab_size=VOCAB, n_positions=1024, use_cache=use_cache,
         bos_token_id=0, eos_token_id=0,
     )
-    return _decoder_case(transformers.GPT2LMHeadModel(cfg))
+    return transformers.GPT2LMHeadModel(cfg)
+
+
+def _gpt2() -> tuple[torch.nn.Module, dict, dict]:
+    return _decoder_case(_gpt2_model())
 
 
 def _bert() -> tuple[torch.nn.Module, dict, dict]:
@@ -102,6 +152,22 @@ MODELS: dict[str, Callable[[], tuple[torch.nn.Module, dict, dict]]] = {
     "t5": _t5,
 }
 
+_DECODERS: dict[str, tuple[type, type, dict]] = {
+    "llama": (transformers.LlamaForCausalLM, transformers.LlamaConfig, {}),
+    "mistral": (transformers.MistralForCausalLM, transformers.MistralConfig, {}),
+    "qwen2": (transformers.Qwen2ForCausalLM, transformers.Qwen2Config, {}),
+    "phi3": (transformers.Phi3ForCausalLM, transformers.Phi3Config, {"pad_token_id": 0}),
+}
+
+#: the decoders exported with their cache (``use_cache=True``), wrapped in :class:`WithCache`
+CACHE_MODELS: dict[str, Callable[[], torch.nn.Module]] = {
+    **{
+        name: (lambda cls=cls, config=config, extra=extra: WithCache(_decoder(cls, config, True, **extra)))
+        for name, (cls, config, extra) in _DECODERS.items()
+    },
+    "gpt2": lambda: WithCache(_gpt2_model(use_cache=True)),
+}
+
 #: the variants, in table order; the ratios are against ``official+ort``
 VARIANTS = ("to_onnx", "to_onnx ort", "official", "official+ort")
 
@@ -115,22 +181,22 @@ def _reason(e: BaseException) -> str:
 
 
 def export_variants(
-    model: torch.nn.Module, inputs: dict, dynamic: dict, failed: dict[str, str]
+    model: torch.nn.Module, inputs: Callable[[], dict], dynamic: dict, failed: dict[str, str]
 ) -> dict[str, tuple[bytes, int, float]]:
     """(serialized model, node count, export seconds) of each variant; an official export that fails is
-    recorded in ``failed``."""
+    recorded in ``failed``. ``inputs()`` gives fresh export inputs (a model with a cache updates it)."""
     from onnxscript.rewriter import ort_fusions
 
     out: dict[str, tuple[bytes, int, float]] = {}
     for name, level in (("to_onnx", True), ("to_onnx ort", "onnxruntime")):
         begin = time.perf_counter()
-        m = to_onnx(model, (), inputs, dynamic_shapes=dynamic, optimize=level, as_ir=True)
+        m = to_onnx(model, (), inputs(), dynamic_shapes=dynamic, optimize=level, as_ir=True)
         out[name] = (ir.to_proto(m).SerializeToString(), len(m.graph), time.perf_counter() - begin)
     begin = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            program = torch.onnx.export(model, (), kwargs=inputs, dynamic_shapes=dynamic, dynamo=True, verbose=False)
+            program = torch.onnx.export(model, (), kwargs=inputs(), dynamic_shapes=dynamic, dynamo=True, verbose=False)
     except Exception as e:  # noqa: BLE001  (the official exporter's failure is a result, not a crash)
         failed["official"] = failed["official+ort"] = "torch.onnx.export fails: " + _reason(e)
         logger.warning("%s", failed["official"])
@@ -146,26 +212,24 @@ def export_variants(
     return out
 
 
-def interleaved_latency(sessions: dict[str, ort.InferenceSession], feeds: dict, repeat: int, warmup: int = 3) -> dict:
-    """Median seconds of one run per session, the sessions called in turn."""
+def interleaved_latency(
+    sessions: dict[str, ort.InferenceSession], feeds: dict[str, dict], repeat: int, warmup: int = 3
+) -> dict:
+    """Median seconds of one run per session, the sessions called in turn; ``feeds[name]`` feeds session
+    ``name``."""
     times: dict[str, list[float]] = {k: [] for k in sessions}
     for _ in range(warmup):
-        for sess in sessions.values():
-            sess.run(None, feeds)
+        for name, sess in sessions.items():
+            sess.run(None, feeds[name])
     for _ in range(repeat):
         for name, sess in sessions.items():
             begin = time.perf_counter()
-            sess.run(None, feeds)
+            sess.run(None, feeds[name])
             times[name].append(time.perf_counter() - begin)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def bench(name: str, repeat: int) -> dict[str, Any]:
-    torch.manual_seed(0)
-    model, inputs, dynamic = MODELS[name]()
-    model = model.eval()
-    failed: dict[str, str] = {}
-    variants = export_variants(model, inputs, dynamic, failed)
+def _sessions(name: str, variants: dict, failed: dict[str, str]) -> dict[str, ort.InferenceSession]:
     sessions = {}
     for k, v in variants.items():
         try:
@@ -173,66 +237,142 @@ def bench(name: str, repeat: int) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001  (a variant onnxruntime refuses is reported, not fatal)
             failed[k] = "onnxruntime refuses the model: " + _reason(e)
             logger.warning("%s %s: %s", name, k, failed[k])
-    feeds = {k: v.numpy() for k, v in inputs.items()}
-    with torch.no_grad():
-        expected = model(**copy.deepcopy(inputs))[0].numpy()
+    return sessions
+
+
+def _measure(
+    label: str, sessions: dict, flat: list[np.ndarray], expected: np.ndarray, failed: dict[str, str], repeat: int
+) -> dict[str, float]:
+    """Checks every session's first output against eager, then times them interleaved (ms); the inputs are
+    given in the models' order (both exporters flatten them the same way), a session that fails is left out."""
+    feeds, ok = {}, {}
     for k, sess in sessions.items():
-        got = sess.run(None, feeds)[0]
-        # padded query rows: the official exporter's attention returns NaN where eager returns 0
+        feeds[k] = {i.name: a for i, a in zip(sess.get_inputs(), flat)}
+        try:
+            got = sess.run(None, feeds[k])[0]
+        except Exception as e:  # noqa: BLE001  (reported in the table)
+            failed[k] = "onnxruntime fails: " + _reason(e)
+            logger.warning("%s %s: %s", label, k, failed[k])
+            continue
+        # padded query rows: the official exporter's attention returns NaN or another value where eager returns 0
         finite = np.isfinite(got)
         err = float(np.abs(np.where(finite, got, expected) - expected).max())
-        logger.info("%s %s: max abs error vs eager %.2e, non-finite %d", name, k, err, int((~finite).sum()))
-    latency = interleaved_latency(sessions, feeds, repeat)
+        logger.info("%s %s: max abs error vs eager %.2e, non-finite %d", label, k, err, int((~finite).sum()))
+        ok[k] = sess
+    latency = interleaved_latency(ok, feeds, repeat)
+    return {k: 1000 * v for k, v in latency.items()}
+
+
+def _row(name: str, case: str, variants: dict, latency: dict, failed: dict) -> dict[str, Any]:
     return {
         "model": name,
+        "case": case,
         "nodes": {k: v[1] for k, v in variants.items()},
         "export_s": {k: v[2] for k, v in variants.items()},
-        "latency_ms": {k: 1000 * v for k, v in latency.items()},
-        "failed": failed,
+        "latency_ms": latency,
+        "failed": dict(failed),
     }
 
 
+def bench(name: str, repeat: int) -> list[dict[str, Any]]:
+    """The rows of model ``name``: no cache, then (decoders) prefill and decode with a cache."""
+    torch.manual_seed(0)
+    model, inputs, dynamic = MODELS[name]()
+    model = model.eval()
+    failed: dict[str, str] = {}
+    variants = export_variants(model, lambda: inputs, dynamic, failed)
+    sessions = _sessions(name, variants, failed)
+    with torch.no_grad():
+        expected = model(**copy.deepcopy(inputs))[0].numpy()
+    flat = [v.numpy() for v in inputs.values()]
+    rows = [_row(name, "no cache", variants, _measure(name, sessions, flat, expected, failed, repeat), failed)]
+    if name not in CACHE_MODELS:
+        return rows
+    from torch.utils import _pytree
+
+    from experimental.torch_interpreter import bypass_export_some_errors
+
+    torch.manual_seed(0)
+    model = CACHE_MODELS[name]().eval()
+    failed = {}
+    with bypass_export_some_errors(patch_transformers=True) as adapt:  # caches as pytree nodes, for both exporters
+        variants = export_variants(model, lambda: adapt(_cache_inputs(model, 8, 16, 0)), _cache_dynamic(model), failed)
+        sessions = _sessions(name, variants, failed)
+        for case, past, seq in CACHE_CASES:
+            case_inputs = _cache_inputs(model, seq, past, 1)
+            flat = [t.numpy() for t in _pytree.tree_flatten(adapt(case_inputs))[0]]
+            with torch.no_grad():
+                expected = model(**adapt(case_inputs))[0].numpy()
+            label = f"{name} {case} (past {past}, {seq} new)"
+            latency = _measure(label, sessions, flat, expected, failed, repeat)
+            rows.append(_row(name, f"{case} (past {past}, {seq} new)", variants, latency, failed))
+    return rows
+
+
+def _ratio(lat: dict, a: str, b: str) -> float | None:
+    return lat[a] / lat[b] if a in lat and b in lat else None
+
+
 def write_table(rows: list[dict], path: str, command: str) -> None:
+    """The reST table: one row per model and case, latency (ms), node counts and the two ratios."""
     lines = [
         ".. list-table:: ONNX Runtime CPU latency (median ms, interleaved runs) and node counts",
         "   :header-rows: 1",
         "",
         "   * - model",
+        "     - case",
         *[f"     - {v} ms" for v in VARIANTS],
         *[f"     - {v} nodes" for v in VARIANTS],
         "     - latency ratio to_onnx ort / official+ort",
         "     - latency ratio to_onnx / official",
     ]
-    notes = []
+    notes: list[str] = []
     for r in rows:
         lat, nodes = r["latency_ms"], r["nodes"]
         lines.append(f"   * - {r['model']}")
+        lines.append(f"     - {r['case']}")
         lines += [f"     - {lat[v]:.1f}" if v in lat else "     - fails" for v in VARIANTS]
         lines += [f"     - {nodes[v]}" if v in nodes else "     - fails" for v in VARIANTS]
         for a, b in (("to_onnx ort", "official+ort"), ("to_onnx", "official")):
-            lines.append(f"     - {lat[a] / lat[b]:.2f}" if a in lat and b in lat else "     - n/a")
-        notes += [f"* {r['model']}, {k}: ``{e.replace(chr(96), chr(39))}``" for k, e in r["failed"].items()]
+            ratio = _ratio(lat, a, b)
+            lines.append(f"     - {ratio:.2f}" if ratio is not None else "     - n/a")
+        for k, e in r["failed"].items():
+            note = f"* {r['model']}, {k}: ``{e.replace(chr(96), chr(39))}``"
+            if note not in notes:
+                notes.append(note)
+    models = {r["model"] for r in rows}
+    notes += [f"* {m}: {why}" for m, why in NO_CACHE.items() if m in models]
     lines += ["", *notes, "" if notes else "", f"Command: ``{command}``", ""]
     with open(path, "w") as f:
         f.write("\n".join(lines))
 
 
 def write_plot(rows: list[dict], path: str) -> None:
+    """Left: the latency ratios per model and case; right: the node counts (models without a cache)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, ax = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [3, 2]})
     x = np.arange(len(rows))
+    pairs = (("to_onnx ort", "official+ort"), ("to_onnx", "official"))
+    for i, (a, b) in enumerate(pairs):
+        ratios = [_ratio(r["latency_ms"], a, b) for r in rows]
+        ax[0].bar(x + i * 0.4, [v if v is not None else 0.0 for v in ratios], 0.4, label=f"{a} / {b}")
+    ax[0].axhline(1.0, color="gray", linewidth=0.8)
+    ax[0].axhline(0.8, color="gray", linewidth=0.8, linestyle="--")
+    ax[0].set_xticks(x + 0.2, [f"{r['model']}\n{r['case'].split(' (')[0]}" for r in rows], fontsize=7)
+    ax[0].set_title("ORT CPU latency ratio (median, lower is better; 0 = n/a)")
+    ax[0].legend(fontsize=8)
+    plain = [r for r in rows if r["case"] == "no cache"]
+    x = np.arange(len(plain))
     width = 0.8 / len(VARIANTS)
     for i, v in enumerate(VARIANTS):
-        ax[0].bar(x + i * width, [r["latency_ms"].get(v, 0.0) for r in rows], width, label=v)
-        ax[1].bar(x + i * width, [r["nodes"].get(v, 0) for r in rows], width, label=v)
-    for a, title in zip(ax, ["ORT CPU latency (ms, median)", "nodes"]):
-        a.set_xticks(x + width * (len(VARIANTS) - 1) / 2, [r["model"] for r in rows])
-        a.set_title(title)
-    ax[0].legend(fontsize=8)
+        ax[1].bar(x + i * width, [r["nodes"].get(v, 0) for r in plain], width, label=v)
+    ax[1].set_xticks(x + width * (len(VARIANTS) - 1) / 2, [r["model"] for r in plain])
+    ax[1].set_title("nodes (no cache; 0 = export fails)")
+    ax[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
 
@@ -248,16 +388,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
     logger.setLevel(logging.INFO)
     rows = []
     for name in args.models.split(","):
-        row = bench(name, args.repeat)
-        lat, nodes = row["latency_ms"], row["nodes"]
-        logger.info(
-            "%s: latency %s ms, nodes %s, export %s s",
-            name,
-            {k: round(v, 2) for k, v in lat.items()},
-            nodes,
-            {k: round(v, 2) for k, v in row["export_s"].items()},
-        )
-        rows.append(row)
+        for row in bench(name, args.repeat):
+            logger.info(
+                "%s, %s: latency %s ms, nodes %s, export %s s",
+                name,
+                row["case"],
+                {k: round(v, 2) for k, v in row["latency_ms"].items()},
+                row["nodes"],
+                {k: round(v, 2) for k, v in row["export_s"].items()},
+            )
+            rows.append(row)
     command = f"python benchmarks/bench_ort_latency.py --models {args.models} --repeat {args.repeat}"
     write_table(rows, args.out, command)
     write_plot(rows, args.plot)
