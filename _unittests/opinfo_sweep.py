@@ -187,6 +187,13 @@ def _as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
+def _dtype_name(value: Any) -> str:
+    """``float16``, ``bfloat16``...: the element type of a torch tensor or a numpy array (ml_dtypes)."""
+    if isinstance(value, torch.Tensor):
+        return str(value.dtype).replace("torch.", "")
+    return np.asarray(value).dtype.name
+
+
 def compare(expected: list, got: list, compare_values: bool = True) -> str | None:
     """None when ``got`` (onnx outputs) equals ``expected`` (eager), else what differs.
 
@@ -200,8 +207,8 @@ def compare(expected: list, got: list, compare_values: bool = True) -> str | Non
         e_np, g_np = _as_numpy(e), _as_numpy(g)
         if e_np.shape != g_np.shape:
             return f"output {i}: shape {g_np.shape}, eager {e_np.shape}"
-        if tdtype is not None and e_np.dtype != g_np.dtype and not (tdtype == torch.bfloat16):
-            return f"output {i}: dtype {g_np.dtype}, eager {e_np.dtype}"
+        if tdtype is not None and _dtype_name(e) != _dtype_name(g):
+            return f"output {i}: dtype {_dtype_name(g)}, eager {_dtype_name(e)}"
         if not compare_values:
             continue
         if e_np.dtype.kind in "fc":
@@ -219,9 +226,10 @@ def compare(expected: list, got: list, compare_values: bool = True) -> str | Non
     return None
 
 
-def _run_onnx(onx: onnx.ModelProto, feeds: list, dtype: torch.dtype) -> tuple[list, bool]:
+def _run_onnx(onx: onnx.ModelProto, feeds: list, dtype: torch.dtype) -> tuple[list, str]:
     """Runs with onnxruntime (CPU); for ``REFERENCE_FALLBACK`` dtypes a missing kernel falls back to the
-    reference evaluator. Returns the outputs and whether the reference evaluator ran them."""
+    reference evaluator. Returns the outputs and, when the reference evaluator ran them, onnxruntime's
+    error (the kernel it lacks), else an empty string."""
     names = [i.name for i in onx.graph.input]
     if len(names) != len(feeds):
         raise ValueError(f"the ONNX model has {len(names)} inputs, the sample {len(feeds)} tensors")
@@ -229,13 +237,13 @@ def _run_onnx(onx: onnx.ModelProto, feeds: list, dtype: torch.dtype) -> tuple[li
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 4  # the failure is in the exception
         sess = InferenceSession(onx, providers=["CPUExecutionProvider"], sess_options=options)
-        return sess.run(None, dict(zip(names, feeds))), False
+        return sess.run(None, dict(zip(names, feeds))), ""
     except Exception as e:
         if dtype not in REFERENCE_FALLBACK or "NOT_IMPLEMENTED" not in str(e):
             raise
         no_kernel = str(e).strip().splitlines()[0]
     try:
-        return ReferenceEvaluator(onx).run(None, {n: to_numpy(t) for n, t in zip(names, feeds)}), True
+        return ReferenceEvaluator(onx).run(None, {n: to_numpy(t) for n, t in zip(names, feeds)}), no_kernel
     except Exception as e:
         raise _NoKernel(f"{no_kernel}; onnx.reference fails too: {type(e).__name__}: {e}") from e
 
@@ -288,15 +296,61 @@ def _check_exporter(name: str, ep, model, expected, dtype, compare_values) -> Ou
     except Exception as e:
         return Outcome(ONNX_INVALID, f"{type(e).__name__}: {e}")
     try:
-        got, reference = _run_onnx(onx, list(clone_inputs(model.inputs)), dtype)
+        got, no_kernel = _run_onnx(onx, list(clone_inputs(model.inputs)), dtype)
     except _NoKernel as e:  # the graph passed onnx.checker, nothing can run it
         return Outcome(NOT_COMPARED, f"not run: {e}")
     except Exception as e:
         return Outcome(RUNTIME, f"{type(e).__name__}: {e}")
+    reference = bool(no_kernel)
     diff = compare(list(expected), got, compare_values)
+    if diff is not None and dtype in HALF_TYPES and closer_to_double(model, expected, got):
+        note = "; ".join(filter(None, (diff, "closer to float64 than eager", no_kernel)))
+        return Outcome(PASS, note, reference=reference)
     if diff is not None:
         return Outcome(MISMATCH, diff, reference=reference)
-    return Outcome(PASS, reference=reference)
+    return Outcome(PASS, no_kernel, reference=reference)
+
+
+#: dtypes whose eager CPU kernels may compute (accumulate) in the dtype itself
+HALF_TYPES = (torch.float16, torch.bfloat16)
+
+
+def closer_to_double(model: SampleModule, expected: list, got: list) -> bool:
+    """True when every float16/bfloat16 output of ``got`` is as close to the float64 result as eager's.
+
+    Some of PyTorch's CPU kernels accumulate in float16 or bfloat16 (``conv_transpose3d``, ``grid_sampler``,
+    ``addbmm``...) where the ONNX graph computes in float32: both round, neither is wrong. The module is run
+    again on its floating inputs cast to float64; an output passes when, elementwise,
+    ``|onnx - exact| <= |eager - exact| + tol(|exact|)`` with the dtype's tolerance, integers exactly.
+    """
+    inputs = tuple(x.double() if x.dtype in HALF_TYPES else x.clone() for x in model.inputs)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exact = model(*inputs)
+    except Exception:
+        return False
+    if len(exact) != len(expected):
+        return False
+    for e, g, x in zip(expected, got, exact):
+        if isinstance(e, torch.Tensor) and _dtype_name(e) != _dtype_name(g):
+            return False
+        e_np, g_np, x_np = _as_numpy(e), _as_numpy(g), _as_numpy(x)
+        if e_np.shape != g_np.shape or e_np.shape != x_np.shape:
+            return False
+        if not isinstance(e, torch.Tensor) or e.dtype not in HALF_TYPES:
+            if not np.array_equal(e_np, g_np, equal_nan=e_np.dtype.kind == "f"):
+                return False
+            continue
+        atol, rtol = TOLERANCES[e.dtype]
+        e64, g64, x64 = (a.astype(np.float64) for a in (e_np, g_np, x_np))
+        if not np.array_equal(np.isnan(e64), np.isnan(g64)):
+            return False
+        with np.errstate(invalid="ignore"):
+            ok = np.abs(g64 - x64) <= np.abs(e64 - x64) + atol + rtol * np.abs(x64)
+        if not np.all(ok | np.isnan(e64) | (e64 == g64)):
+            return False
+    return True
 
 
 def sweep(

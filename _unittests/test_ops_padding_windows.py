@@ -109,6 +109,14 @@ def test_tensor_unfold_dynamic():
     check_dynamic(lambda x: (x.unfold(3, 2, 1), x.unfold(1, 2, 2)), X2, dynamic=(0, 2))
 
 
-def test_im2col_with_a_dynamic_size_is_reported():
-    with pytest.raises(ConversionError, match="im2col needs static sizes"):
-        to_onnx(Fn(lambda x: F.unfold(x, 2)), (X2,), dynamic_shapes=({0: "batch"},))
+@pytest.mark.parametrize(
+    "kwargs", [{"kernel_size": 2}, {"kernel_size": (2, 3), "padding": 1, "stride": 2}, {"kernel_size": 2, "dilation": 2}]
+)
+def test_im2col_dynamic(kwargs):
+    """The window positions computed in the graph: batch, height and width dynamic (ConvBERT's unfold)."""
+    check_dynamic(lambda x: F.unfold(x, **kwargs), torch.randn(2, 3, 7, 8), dynamic=(0, 2, 3))
+
+
+def test_im2col_dynamic_column_windows():
+    """ConvBERT: a ``(k, 1)`` kernel over ``[batch, hidden, seq, 1]`` padded along the sequence."""
+    check_dynamic(lambda x: F.unfold(x, (3, 1), padding=(1, 0)), torch.randn(2, 4, 7, 1), dynamic=(0, 2), grow=4)

@@ -6,7 +6,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 from helpers import Fn, check_dynamic, check_model, rand
-from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
 
 from experimental.torch_interpreter.errors import ConversionError
 
@@ -63,16 +62,10 @@ def test_reorder(fn):
         (lambda x: F.pixel_unshuffle(x, 2), X.reshape(1, 2, 2, 6)),
         (lambda x: F.pixel_shuffle(x, 1), X.reshape(2, 3, 2, 2)),
         (lambda x: F.pixel_shuffle(x, 2), rand(2, 8, 2, 3, dtype=torch.uint8, high=200)),
-        pytest.param(
-            lambda x: F.pixel_shuffle(x, 2),
-            rand(2, 8, 2, 3, dtype=torch.int64),
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=OrtNotImplemented,
-                reason="pixel_shuffle of int64 (also int32, bool) is one DepthToSpace, which onnxruntime does not "
-                "implement for these types: NOT_IMPLEMENTED when the session is created",
-            ),
-        ),
+        # no DepthToSpace kernel for these types in onnxruntime: Reshape, Transpose, Reshape
+        (lambda x: F.pixel_shuffle(x, 2), rand(2, 8, 2, 3, dtype=torch.int64)),
+        (lambda x: F.pixel_shuffle(x, 2), rand(3, 2, 8, 2, 3, dtype=torch.bool)),
+        (lambda x: F.pixel_shuffle(x, 3), rand(0, 9, 2, 3, dtype=torch.int32)),
         (lambda x: F.pixel_unshuffle(x, 2), rand(1, 2, 4, 6, dtype=torch.int64)),
         (lambda x: F.channel_shuffle(x, 2), torch.arange(2 * 6 * 2, dtype=torch.float32).reshape(2, 6, 2)),
         (lambda x: F.channel_shuffle(x, 3), torch.arange(6 * 4, dtype=torch.float32).reshape(1, 6, 2, 2)),
@@ -85,6 +78,8 @@ def test_reorder(fn):
         "pixel_shuffle_1",
         "pixel_shuffle_uint8",
         "pixel_shuffle_int64",
+        "pixel_shuffle_bool_5d",
+        "pixel_shuffle_int32_empty",
         "pixel_unshuffle_int64",
         "channel_shuffle_3d",
         "channel_shuffle_4d",
@@ -94,6 +89,11 @@ def test_reorder(fn):
 )
 def test_shuffles(fn, x):
     check_model(Fn(fn), (x,))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32])
+def test_pixel_shuffle_dynamic(dtype):
+    check_dynamic(lambda x: F.pixel_shuffle(x, 2), rand(2, 8, 3, 4, dtype=dtype), dynamic=(0, 2, 3))
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.float16])

@@ -251,7 +251,12 @@ def main(argv: list[str] | None = None) -> int:
         write_rst(args.rst, rows, tot, official, args)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "totals": tot}, f, indent=1)
+            json.dump(
+                {"dtypes": args.dtypes.split(","), "samples": args.samples, "torch": torch.__version__,
+                 "rows": rows, "totals": tot},
+                f,
+                indent=1,
+            )
     return 0
 
 

@@ -14,7 +14,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import INT64, kernel_op, opmath_dtype
+from ._common import INT64, kernel_op, opmath_dtype, where_typed
 
 Scalar = Any  # a Python number
 
@@ -246,14 +246,15 @@ def aten_threshold(ctx: NodeContext, self: ir.Value, threshold: Scalar, value: S
     """threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor: ``x if x > threshold else value``."""
     dtype = ctx.out_dtype
     keep = kernel_op(ctx, "Greater", self, threshold, dtype=dtype)
-    return ctx.op("Where", keep, self, ctx.operand(value, dtype))
+    return where_typed(ctx, keep, ctx.cast(self, dtype), ctx.operand(value, dtype))
 
 
 @register("aten::hardshrink.default")
 def aten_hardshrink(ctx: NodeContext, self: ir.Value, lambd: Scalar = 0.5) -> ir.Value:
     """hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor: ``x if |x| > lambd else 0``."""
-    keep = ctx.op("Greater", ctx.op("Abs", self), _c(ctx, float(lambd), self))
-    return ctx.op("Where", keep, self, _c(ctx, 0.0, self))
+    magnitude = kernel_op(ctx, "Abs", self, dtype=self.dtype)
+    keep = kernel_op(ctx, "Greater", magnitude, _c(ctx, float(lambd), self), dtype=self.dtype)
+    return where_typed(ctx, keep, self, _c(ctx, 0.0, self))
 
 
 @register("aten::softshrink.default")
@@ -295,5 +296,5 @@ def aten__safe_softmax(ctx: NodeContext, self: ir.Value, dim: int, dtype: Any = 
 def aten_native_dropout_backward(ctx: NodeContext, grad_output: ir.Value, mask: ir.Value, scale: float) -> ir.Value:
     """native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor: ``grad * mask * scale``."""
     dtype = ctx.out_dtype
-    kept = ctx.op("Mul", ctx.cast(grad_output, dtype), ctx.cast(mask, dtype))
+    kept = kernel_op(ctx, "Mul", ctx.cast(grad_output, dtype), ctx.cast(mask, dtype), dtype=dtype)
     return kernel_op(ctx, "Mul", kept, float(scale), dtype=dtype)

@@ -27,6 +27,7 @@ from ._common import (
     kernel_dtype,
     kernel_op,
     opmath_dtype,
+    where_typed,
 )
 
 
@@ -520,7 +521,7 @@ def aten_heaviside(ctx: NodeContext, self: ir.Value, values: ir.Value) -> ir.Val
     zero = ctx.const(0, kernel_dtype_of(x.dtype))
     xk = ctx.cast(x, zero.dtype)
     positive = ctx.cast(ctx.op("Greater", xk, zero), dtype)
-    return ctx.op("Where", ctx.op("Equal", xk, zero), ctx.cast(values, dtype), positive)
+    return where_typed(ctx, ctx.op("Equal", xk, zero), ctx.cast(values, dtype), positive)
 
 
 def kernel_dtype_of(dtype: ir.DataType) -> ir.DataType:

@@ -47,9 +47,9 @@ def _affine(ctx: NodeContext, y: ir.Value, rank: int, weight: ir.Value | None, b
         return y
     shape = ctx.const([-1] + [1] * (rank - 2), INT64)
     if weight is not None:
-        y = ctx.op("Mul", y, ctx.op("Reshape", ctx.cast(weight, y.dtype), shape))
+        y = kernel_op(ctx, "Mul", y, ctx.op("Reshape", ctx.cast(weight, y.dtype), shape), dtype=y.dtype)
     if bias is not None:
-        y = ctx.op("Add", y, ctx.op("Reshape", ctx.cast(bias, y.dtype), shape))
+        y = kernel_op(ctx, "Add", y, ctx.op("Reshape", ctx.cast(bias, y.dtype), shape), dtype=y.dtype)
     return y
 
 

@@ -16,6 +16,9 @@ from ._common import (
     BF16,
     BOOL,
     INT64,
+    concat_shape,
+    dim_of,
+    int_op,
     normalize_dim,
     pad_axes,
     static_ints,
@@ -123,7 +126,10 @@ def aten_im2col(
     stride: Sequence[int],
 ) -> ir.Value:
     """im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor:
-    the padded planes flattened, one ``Gather`` of every window, ``[N, C * kh * kw, L]``."""
+    the padded planes flattened, one ``Gather`` of every window, ``[N, C * kh * kw, L]``; the window
+    positions computed in the graph when the planes are dynamic."""
+    if not all(isinstance(d, int) for d in ctx.arg_val(0).shape):
+        return _im2col_dynamic(ctx, self, kernel_size, dilation, padding, stride)
     shape = static_ints(ctx, ctx.arg_val(0).shape, "im2col")
     batched = len(shape) == 4
     x = self if batched else unsqueeze_axes(ctx, self, [0])
@@ -137,6 +143,48 @@ def aten_im2col(
     cols = ctx.op("Gather", planes, ctx.const(index), axis=2)  # [N, C, kh*kw, L]
     out_shape = [n, c * index.shape[0], positions] if batched else [c * index.shape[0], positions]
     return ctx.op("Reshape", cols, ctx.const(out_shape, INT64), allowzero=1)
+
+
+def _window_starts(
+    ctx: NodeContext, size: int | ir.Value, kernel: int, dilation: int, stride: int, axis: int
+) -> tuple[ir.Value, int | ir.Value]:
+    """Positions ``k * dilation + i * stride`` of kernel offset ``k`` (axis ``axis``: 0 rows, 1 columns) and
+    window ``i`` (axis ``axis + 2``) as a 4-D INT64 tensor of size 1 on the other axes; the window count."""
+    count = int_op(ctx, "Add", int_op(ctx, "Div", int_op(ctx, "Sub", size, dilation * (kernel - 1) + 1), stride), 1)
+    end = int_op(ctx, "Mul", count, stride)
+    starts = ctx.op("Range", ctx.const(0, INT64), ctx.operand(end, INT64), ctx.const(stride, INT64))
+    offsets_shape, starts_shape = [1, 1, 1, 1], [1, 1, 1, 1]
+    offsets_shape[axis], starts_shape[axis + 2] = kernel, -1
+    offsets = ctx.const((np.arange(kernel) * dilation).reshape(offsets_shape).astype(np.int64))
+    return ctx.op("Add", offsets, ctx.op("Reshape", starts, ctx.const(starts_shape, INT64))), count
+
+
+def _im2col_dynamic(
+    ctx: NodeContext,
+    self: ir.Value,
+    kernel_size: Sequence[int],
+    dilation: Sequence[int],
+    padding: Sequence[int],
+    stride: Sequence[int],
+) -> ir.Value:
+    """im2col over planes of dynamic sizes: the flat positions ``row * width + col`` built with ``Range``."""
+    rank = ctx.arg_val(0).dim()
+    x = self if rank == 4 else unsqueeze_axes(ctx, self, [0])
+    ph, pw = padding
+    h = int_op(ctx, "Add", dim_of(ctx, self, rank - 2, ctx.arg_val(0).shape[-2]), 2 * ph)
+    w = int_op(ctx, "Add", dim_of(ctx, self, rank - 1, ctx.arg_val(0).shape[-1]), 2 * pw)
+    if ph or pw:
+        x = ctx.cast(ctx.op("Pad", widen(ctx, x, "Pad"), ctx.const([0, 0, ph, pw, 0, 0, ph, pw], INT64)), self.dtype)
+    kh, kw = kernel_size
+    rows, oh = _window_starts(ctx, h, kh, dilation[0], stride[0], 0)
+    cols, ow = _window_starts(ctx, w, kw, dilation[1], stride[1], 1)
+    index = ctx.op("Add", ctx.op("Mul", rows, ctx.operand(w, INT64)), cols)  # [kh, kw, oh, ow]
+    index = ctx.op("Reshape", index, ctx.const([kh * kw, -1], INT64))
+    planes = ctx.op("Reshape", x, ctx.const([0, 0, -1], INT64))
+    cols = ctx.op("Gather", planes, index, axis=2)  # [N, C, kh*kw, L]
+    positions = int_op(ctx, "Mul", oh, ow)
+    out = ctx.op("Reshape", cols, concat_shape(ctx, [0, -1, positions]))
+    return out if rank == 4 else ctx.op("Squeeze", out, ctx.const([0], INT64))
 
 
 @register("aten::col2im.default")

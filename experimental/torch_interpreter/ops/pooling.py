@@ -223,7 +223,7 @@ def _window_sum(ctx: NodeContext, x: ir.Value, k: Ints, s: Ints, p: Ints, ceil_m
         ]
         pads = list(p) + ends
     dtype = ctx.out_dtype
-    c = dtype if dtype.is_floating_point() else FLOAT  # integers: truncated as PyTorch's integer division
+    c = opmath_dtype(dtype) if dtype.is_floating_point() else FLOAT  # integers: truncated as PyTorch's integer division
     ones = ctx.const(np.ones((channels, 1, *k), dtype=np.float32), c)
     total = kernel_op(ctx, "Conv", ctx.cast(x, c), ones, dtype=c, strides=list(s), pads=pads, group=channels)
     return ctx.cast(ctx.op("Div", total, ctx.const(float(divisor), c)), dtype)

@@ -357,8 +357,9 @@ def aten_linalg_vector_norm(
     x = ctx.cast(self, opmath_dtype(out_dtype))
     rank = ctx.rank(self)
     dims = [dim] if isinstance(dim, int) else list(dim or [])
-    axes = [d % rank if rank else 0 for d in dims] or None
-    return ctx.cast(vector_norm(ctx, x, float(ord), axes, keepdim), out_dtype)
+    # a 0-D input: dim 0 or -1 names the value itself, the norm reduces nothing (ONNX rejects axis 0 there)
+    axes = [d % rank for d in dims] if rank else None
+    return ctx.cast(vector_norm(ctx, x, float(ord), axes or None, keepdim), out_dtype)
 
 
 @register("aten::nanmean.default")

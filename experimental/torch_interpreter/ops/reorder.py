@@ -17,6 +17,7 @@ from ._common import (
     dim_of,
     dims_of,
     expand_to,
+    has_kernel,
     kernel_dtype,
     normalize_dim,
     numel,
@@ -38,6 +39,8 @@ def aten_pixel_shuffle(ctx: NodeContext, self: ir.Value, upscale_factor: int) ->
     """pixel_shuffle(Tensor self, int upscale_factor) -> Tensor: DepthToSpace in CRD mode."""
     rank = ctx.rank(self)
     dtype = ctx.out_dtype
+    if not (dtype.is_floating_point() or has_kernel("DepthToSpace", dtype)):
+        return _pixel_shuffle_moved(ctx, self, upscale_factor)  # no exact wider type (int64, int32, bool)
     compute = kernel_dtype("DepthToSpace", dtype)
     if rank == 4:
         y = ctx.op("DepthToSpace", ctx.cast(self, compute), blocksize=upscale_factor, mode="CRD")
@@ -47,6 +50,23 @@ def aten_pixel_shuffle(ctx: NodeContext, self: ir.Value, upscale_factor: int) ->
     y = ctx.op("DepthToSpace", ctx.cast(x4, compute), blocksize=upscale_factor, mode="CRD")
     shape = ctx.op("Concat", ctx.op("Shape", self, end=-3), ctx.op("Shape", y, start=1), axis=0)
     return ctx.cast(ctx.op("Reshape", y, shape), dtype)
+
+
+def _pixel_shuffle_moved(ctx: NodeContext, self: ir.Value, r: int) -> ir.Value:
+    """pixel_shuffle as Reshape ``(B, C, r, r, H, W)``, Transpose, Reshape: exact in every type, for the
+    types onnxruntime's DepthToSpace lacks."""
+    c, h, w = (dim_of(ctx, self, a) for a in (-3, -2, -1))
+    if all(isinstance(d, int) for d in self.shape):  # static: exact shapes, empty tensors included
+        lead = int(np.prod(self.shape[:-3]))
+        six = ctx.op("Reshape", self, ctx.const([lead, c // (r * r), r, r, h, w], INT64), allowzero=1)
+        y = ctx.op("Transpose", six, perm=[0, 1, 4, 2, 5, 3])
+        return ctx.op("Reshape", y, ctx.const([int(d) for d in ctx.val.shape], INT64), allowzero=1)
+    six = ctx.op("Reshape", self, ctx.int64s([-1, _div(ctx, c, r * r), r, r, h, w]))
+    y = ctx.op("Transpose", six, perm=[0, 1, 4, 2, 5, 3])
+    scaled = [d * r if isinstance(d, int) else ctx.op("Mul", d, ctx.const(r, INT64)) for d in (h, w)]
+    four = ctx.op("Reshape", y, ctx.int64s([-1, _div(ctx, c, r * r), *scaled]))
+    shape = ctx.op("Concat", ctx.op("Shape", self, end=-3), ctx.op("Shape", four, start=1), axis=0)
+    return ctx.op("Reshape", four, shape)
 
 
 @register("aten::pixel_unshuffle.default")

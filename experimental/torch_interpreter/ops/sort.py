@@ -23,6 +23,7 @@ from ._common import (
     dim_of,
     filled,
     kernel_dtype,
+    kernel_op,
     linspace_values,
     normalize_dim,
     numel,
@@ -144,7 +145,7 @@ def _median(ctx: NodeContext, x: ir.Value, axis: int, n: int | None, keepdim: bo
     values, idx = _sorted(ctx, x, axis, False)
     if x.dtype not in FLOAT_TYPES:
         return _pick(ctx, values, idx, (n - 1) // 2, axis, keepdim)
-    nan = ctx.op("IsNaN", x)
+    nan = kernel_op(ctx, "IsNaN", x, dtype=x.dtype)
     count = ctx.op("ReduceSum", ctx.cast(ctx.op("Not", nan), INT64), ctx.const([axis], INT64), keepdims=1)
     if ignore_nan:  # the median of the values before the NaN, which sort last
         pos = ctx.op(

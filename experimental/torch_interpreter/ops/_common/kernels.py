@@ -73,6 +73,16 @@ _KERNEL_DTYPES: dict[str, frozenset] = {
 }
 
 
+def has_kernel(op_type: str, dtype: ir.DataType) -> bool:
+    """Whether onnxruntime's CPU has a kernel of ``op_type`` for ``dtype`` itself.
+
+    >>> has_kernel("DepthToSpace", ir.DataType.UINT8), has_kernel("DepthToSpace", ir.DataType.INT64)
+    (True, False)
+    """
+    supported = _KERNEL_DTYPES.get(op_type)
+    return supported is None or dtype in supported
+
+
 def kernel_dtype(op_type: str, dtype: ir.DataType) -> ir.DataType:
     """The element type onnxruntime CPU computes ``op_type`` in for inputs of type ``dtype``: ``dtype``
     itself, else FLOAT for a floating type (bfloat16, double for Tan/Erf...), INT32 or INT64 for others.
@@ -80,12 +90,11 @@ def kernel_dtype(op_type: str, dtype: ir.DataType) -> ir.DataType:
     >>> kernel_dtype("Sin", ir.DataType.BFLOAT16).name, kernel_dtype("Max", ir.DataType.BOOL).name
     ('FLOAT', 'INT32')
     """
-    supported = _KERNEL_DTYPES.get(op_type)
-    if supported is None or dtype in supported:
+    if has_kernel(op_type, dtype):
         return dtype
     if dtype in FLOAT_TYPES:
         return FLOAT
-    return ir.DataType.INT32 if ir.DataType.INT32 in supported else INT64
+    return ir.DataType.INT32 if ir.DataType.INT32 in _KERNEL_DTYPES[op_type] else INT64
 
 
 def kernel_op(ctx: NodeContext, op_type: str, *inputs: Any, dtype: ir.DataType, **attrs: Any) -> ir.Value:
