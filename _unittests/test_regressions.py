@@ -514,12 +514,31 @@ def test_complex_fft(fn):
     check_model(Fn(lambda x: torch.view_as_real(fn(x))), (torch.randn(3, 4, 5),), atol=1e-4)
 
 
-def test_fftn_over_a_dynamic_axis_is_a_clear_error():
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.fft.fftn(x),
+        lambda x: torch.fft.fftn(x, dim=(1, 2), norm="ortho"),
+        lambda x: torch.fft.ifftn(torch.fft.fftn(x, dim=(0, 2)), dim=(0, 2)),
+        lambda x: torch.fft.fft(x, dim=0, norm="forward"),
+        lambda x: torch.fft.fft(x, n=7),  # the static axis padded, the dynamic ones transformed at their length
+    ],
+    ids=["fftn", "fftn_dims_ortho", "ifftn_of_fftn", "fft_dim0_forward", "fft_n_static_axis"],
+)
+def test_complex_fft_over_dynamic_axes(fn):
+    """FNet: the DFT matrices of a dynamic axis are computed in the graph (it was a ConversionError)."""
+    from helpers import check_dynamic
+
+    check_dynamic(lambda x: torch.view_as_real(fn(x)), torch.randn(3, 4, 5), dynamic=(0, 1), atol=1e-4)
+
+
+def test_fft_resized_dynamic_axis_is_a_clear_error():
     from experimental.torch_interpreter import to_onnx
     from experimental.torch_interpreter.errors import ConversionError
 
-    with pytest.raises(ConversionError, match=r"fft_fftn.*static"):
-        to_onnx(Fn(lambda x: torch.view_as_real(torch.fft.fftn(x))), (torch.randn(3, 4),), dynamic_shapes=({0: "n"},))
+    with pytest.raises(ConversionError, match=r"fft_fft.*axis 0 is dynamic and cut or padded to 6 points"):
+        to_onnx(Fn(lambda x: torch.view_as_real(torch.fft.fft(x, n=6, dim=0))), (torch.randn(3, 4),),
+                dynamic_shapes=({0: "n"},))
 
 
 def test_dim_auto_axis_made_static_is_accepted():

@@ -2,7 +2,8 @@
 complex FFTs fft_fft*, fft_ifft* (their complex results as real pairs, ``complex::`` keys).
 
 ONNX tensors are real, so the input of these ops is real here (a complex input has no ONNX type). The
-transforms are products by cosine and sine matrices computed at export time (static sizes): inverse
+transforms are products by cosine and sine matrices, computed at export time for static sizes (the complex
+FFTs also take dynamic axes: the matrices are then computed in the graph); inverse
 complex DFTs along the leading axes, then the complex-to-real transform of the last axis, whose one-sided
 spectrum counts twice except the first and the Nyquist terms, as PyTorch (and numpy) compute it.
 """
@@ -21,6 +22,8 @@ from ..context import NodeContext
 from ..registry import register
 from ._common import (
     INT64,
+    dim_of,
+    int_op,
     normalize_dim,
     opmath_dtype,
     roll_axis,
@@ -29,11 +32,13 @@ from ._common import (
 )
 
 
-def _apply(ctx: NodeContext, x: ir.Value, axis: int, rank: int, matrix: np.ndarray) -> ir.Value:
-    """``x`` multiplied by ``matrix`` (``[in, out]``) along ``axis``."""
+def _apply(ctx: NodeContext, x: ir.Value, axis: int, rank: int, matrix: np.ndarray | ir.Value) -> ir.Value:
+    """``x`` multiplied by ``matrix`` (``[in, out]``, a constant or a value of ``x``'s type) along ``axis``."""
     perm = [i for i in range(rank) if i != axis] + [axis]
     moved = ctx.op("Transpose", x, perm=perm) if axis != rank - 1 else x
-    out = ctx.op("MatMul", moved, ctx.const(matrix.astype(x.dtype.numpy())))
+    if isinstance(matrix, np.ndarray):
+        matrix = ctx.const(matrix.astype(x.dtype.numpy()))
+    out = ctx.op("MatMul", moved, matrix)
     return ctx.op("Transpose", out, perm=[perm.index(i) for i in range(rank)]) if axis != rank - 1 else out
 
 
@@ -226,20 +231,37 @@ def aten_fft_ifftshift(ctx: NodeContext, self: ir.Value, dim: Any = None) -> ir.
 
 
 # -- complex FFTs: complex outputs, carried as real pairs (complex_pairs.py) ----------------------------------
+def _dft_matrices(
+    ctx: NodeContext, n: int | ir.Value, sign: float, c: ir.DataType
+) -> tuple[np.ndarray | ir.Value, np.ndarray | ir.Value]:
+    """The cosine and sine matrices ``[n, n]`` of a DFT of ``n`` points, ``exp(sign * 2i * pi * k * j / n)``:
+    constants for a static ``n``, else computed in the graph (``k * j mod n`` in INT64, the angle in double)."""
+    if isinstance(n, int):
+        angle = 2 * math.pi * np.outer(np.arange(n), np.arange(n)) / n
+        return np.cos(angle), sign * np.sin(angle)
+    k = ctx.op("Range", ctx.const(0, INT64), n, ctx.const(1, INT64))
+    kj = ctx.op("Mod", ctx.op("Mul", ctx.op("Unsqueeze", k, ctx.const([1], INT64)), k), n)
+    double = ir.DataType.DOUBLE
+    angle = ctx.op("Div", ctx.op("Mul", ctx.cast(kj, double), ctx.const(2 * math.pi, double)), ctx.cast(n, double))
+    sin = ctx.op("Mul", ctx.op("Sin", angle), ctx.const(sign, double))
+    return ctx.cast(ctx.op("Cos", angle), c), ctx.cast(sin, c)
+
+
 def _c2c(
     ctx: NodeContext, x: ir.Value, dims: Sequence[int], sizes: Sequence[int | None], norm: str | None, inverse: bool
 ) -> ir.Value:
     """fftn (``inverse``: ifftn) over ``dims`` of ``x``, a real tensor or the real pair of a complex one; the
-    result is a pair ``[..., 2]``: one complex DFT per axis, products by cosine and sine matrices."""
+    result is a pair ``[..., 2]``: one complex DFT per axis, products by cosine and sine matrices (built in
+    the graph for a dynamic axis transformed at its own length)."""
     val = ctx.arg_val(0)
-    shape = static_shape(val)
     rank = val.dim()
     dims = [normalize_dim(d, rank) for d in dims]
-    if shape is None or any(not isinstance(val.shape[d], int) for d in dims):
-        raise NotImplementedError(
-            f"{ctx.op_name} of a tensor of shape {ctx.onnx_shape(val)}: the DFT matrices are built at export time, "
-            "the transformed axes (and the others, for now) must be static; declare them static (Dim.STATIC)"
-        )
+    for d, s in zip(dims, sizes):
+        if s is not None and static_dim(val.shape[d]) is None:
+            raise NotImplementedError(
+                f"{ctx.op_name} of a tensor of shape {ctx.onnx_shape(val)}: axis {d} is dynamic and cut or padded to "
+                f"{s} points; declare it static (Dim.STATIC) or leave the size to the input's"
+            )
     c = ir.DataType.DOUBLE if val.dtype in (torch.complex128, torch.float64) else ir.DataType.FLOAT
     if val.is_complex():
         last = ctx.const([rank], INT64)
@@ -247,30 +269,34 @@ def _c2c(
         re, im = (ctx.cast(ctx.op("Squeeze", p, last), c) for p in parts)
     else:
         re, im = ctx.cast(x, c), None
-    shape = list(shape)
     sign = 1.0 if inverse else -1.0
-    total = 1
+    total: int | ir.Value = 1
     for d, s in zip(dims, sizes):
-        n = shape[d] if s is None else s
-        if n < 1:
+        size = static_dim(val.shape[d])
+        n = size if s is None and isinstance(size, int) else s
+        if n is None:
+            n = dim_of(ctx, re, d, val.shape[d])
+        elif n < 1:
             raise ValueError(f"invalid number of data points ({n}) specified")
-        re = _fit(ctx, re, d, rank, shape[d], n)
-        im = None if im is None else _fit(ctx, im, d, rank, shape[d], n)
-        shape[d] = n
-        total *= n
-        angle = 2 * math.pi * np.outer(np.arange(n), np.arange(n)) / n
-        cos, sin = np.cos(angle), sign * np.sin(angle)  # exp(sign * i * angle) = cos + i * sin
+        else:
+            re = _fit(ctx, re, d, rank, size, n)
+            im = None if im is None else _fit(ctx, im, d, rank, size, n)
+        total = int_op(ctx, "Mul", total, n)
+        cos, sin = _dft_matrices(ctx, n, sign, c)  # exp(sign * i * angle) = cos + i * sin
         new_re = _apply(ctx, re, d, rank, cos)
         new_im = _apply(ctx, re, d, rank, sin)
         if im is not None:
             new_re = ctx.op("Sub", new_re, _apply(ctx, im, d, rank, sin))
             new_im = ctx.op("Add", new_im, _apply(ctx, im, d, rank, cos))
         re, im = new_re, new_im
-    scaled = "backward" if inverse else "forward"
-    factor = 1.0 / total if (norm or "backward") == scaled else 1.0 / math.sqrt(total) if norm == "ortho" else 1.0
     axis = ctx.const([-1], INT64)
     out = ctx.op("Concat", ctx.op("Unsqueeze", re, axis), ctx.op("Unsqueeze", im, axis), axis=-1)
-    return ctx.op("Mul", out, ctx.const(factor, c)) if factor != 1.0 else out
+    norm, scaled = norm or "backward", "backward" if inverse else "forward"
+    if norm not in (scaled, "ortho"):
+        return out
+    count = float(total) if isinstance(total, int) else ctx.cast(total, c)
+    factor = count if norm == scaled else math.sqrt(count) if isinstance(count, float) else ctx.op("Sqrt", count)
+    return ctx.op("Div", out, ctx.operand(factor, c))
 
 
 def _dims_and_sizes(rank: int, s: Sequence[int] | None, dim: Sequence[int] | None) -> tuple[list[int], list[Any]]:
