@@ -175,6 +175,37 @@ def _bamba():
     return transformers.BambaForCausalLM(cfg)
 
 
+def _fnet():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.FNetConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, vocab_size=1000)
+    return transformers.FNetForMaskedLM(cfg)
+
+
+def _convbert():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.ConvBertConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, embedding_size=64, vocab_size=1000)
+    return transformers.ConvBertForMaskedLM(cfg)
+
+
+@pytest.mark.parametrize(
+    "factory, inputs",
+    [(_fnet, ("input_ids",)), (_convbert, ("input_ids", "attention_mask"))],
+    ids=["fnet", "convbert"],
+)
+def test_zoo_masked_lm_dynamic_sequence(factory, inputs):
+    """FNet's ``fftn`` over the sequence and ConvBERT's ``unfold`` over it: the DFT matrices and the window
+    positions computed in the graph (both were a ConversionError asking for a static sequence)."""
+    torch.manual_seed(0)
+    model = factory().eval()
+
+    def feeds(batch, seq):
+        return {k: v for k, v in _inputs(batch, seq).items() if k in inputs}
+
+    check_model(model, (), feeds(2, 7), dynamic_shapes={k: DYNAMIC[k] for k in inputs},
+                more_inputs=[((), feeds(3, 13))], atol=1e-4)
+
+
 @pytest.mark.parametrize(
     "factory, second",
     [
