@@ -17,7 +17,7 @@ from experimental.torch_interpreter.errors import (
     RuntimeFeedError,
     TrainingModeWarning,
 )
-from helpers import check_model
+from helpers import Fn, check_model
 
 
 def _meta(onx):
@@ -77,6 +77,29 @@ def test_batch_of_one_strategies_off():
         to_onnx(
             Linear(), (torch.randn(1, 4),), dynamic_shapes=({0: "batch"},), capture_strategies=("other_mode",)
         )
+
+
+def _chunk_segment_sum(x):
+    """Mamba-2's chunked scan (Bamba, Falcon-H1) reduced: the sequence padded to chunks of 8, the per-chunk
+    sums, their segment sum. 8 tokens are one chunk: torch.export fixes the number of chunks to 1."""
+    b, s, h = x.shape
+    x = torch.nn.functional.pad(x, (0, 0, 0, (8 - s % 8) % 8))
+    total = x.reshape(b, -1, 8, h).permute(0, 3, 1, 2).cumsum(-1)
+    y = torch.nn.functional.pad(total[..., -1], (1, 0))
+    return y[..., None].expand(*y.size(), y.size(-1)).cumsum(-2)
+
+
+def test_derived_size_of_one_stays_dynamic():
+    torch.manual_seed(0)
+    onx = check_model(
+        Fn(_chunk_segment_sum),
+        (torch.randn(2, 8, 4),),
+        dynamic_shapes=({0: "batch", 1: "seq"},),
+        more_inputs=[((torch.randn(3, 13, 4),), None), ((torch.randn(2, 17, 4),), None)],
+    )
+    meta = _meta(onx)
+    assert meta["aten2onnx.capture.strategies"] == "size_oblivious"
+    assert "example value 0/1" in meta["aten2onnx.capture.notes"]
 
 
 def test_unknown_strategy():

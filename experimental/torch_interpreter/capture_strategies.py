@@ -10,7 +10,9 @@ logged and recorded in the ONNX model's ``metadata_props`` (``aten2onnx.capture.
 - ``size_oblivious``: an example size 0 or 1 on an axis declared dynamic (a batch of 1) makes torch.export
   specialize the axis. The capture then runs under ``torch.fx.experimental._config.backed_size_oblivious``
   (from the start when such a size is seen, or as a retry when torch reports a 0/1 specialization), which
-  keeps the axis dynamic.
+  keeps the axis dynamic. A size derived from the dynamic axes that the example makes 0 or 1 (8 tokens cut
+  into chunks of 8: one chunk) is fixed by torch.export without an error, only a guard
+  (:func:`pinned_small_sizes`): the capture is then retried the same way, the first one kept if the retry fails.
 - ``refine_dynamic_shapes``: "Constraints violated" with suggested fixes (``h = Dim('h', min=3)``,
   ``a = b + 1``) is retried with :func:`torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes`
   when every fix keeps the axis dynamic (bounds, relations); a fix making an axis static (``a = 8``)
@@ -290,6 +292,43 @@ def _specializes_small_size(message: str) -> bool:
     return "Constraints violated" in message and re.search(r"generated guard .*\) != [01]\.", message) is not None
 
 
+def pinned_small_sizes(ep: torch.export.ExportedProgram) -> list[str]:
+    """The guards of ``ep`` fixing a size derived from the dynamic axes to 0 or 1 (``Eq((s1 + 7)//8, 1)``).
+
+    The example gave that size 0 or 1, torch's meta functions branched on it (strides, broadcasting,
+    ``reshape``) and the graph holds the constant instead of the expression: one chunk of a sequence cut into
+    chunks, one window. torch.export does not refuse it (no axis is made static, the guard is only checked by
+    ``ep.module()``), yet the graph is wrong on other sizes. backed_size_oblivious avoids these guards.
+    Divisibility (``Eq(Mod(s, 8), 0)``) is not such a size.
+
+    >>> class M(torch.nn.Module):
+    ...     def forward(self, x):
+    ...         return x.reshape(x.shape[0], -1, 4).cumsum(1)
+    >>> ep = torch.export.export(M(), (torch.zeros(2, 4),), dynamic_shapes=({1: torch.export.Dim.DYNAMIC},))
+    >>> [guard.endswith("//4), 1)") for guard in pinned_small_sizes(ep)]
+    [True]
+    """
+    import sympy
+    from torch.export.exported_program import _get_shape_env
+    from torch.utils._sympy.functions import Mod, PythonMod
+
+    shape_env = _get_shape_env(ep.graph_module)
+    if shape_env is None:
+        return []
+    hints = getattr(shape_env, "backed_var_to_val", None) or shape_env.var_to_val  # torch < 2.13: var_to_val
+    found: list[str] = []
+    for guard in shape_env.guards:
+        expr = guard.expr
+        if not isinstance(expr, sympy.Eq):
+            continue
+        for size, value in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+            derived = size.free_symbols and not size.is_Symbol and not isinstance(size, (Mod, PythonMod, sympy.Mod))
+            backed = all(s in hints for s in size.free_symbols)
+            if value in (0, 1) and derived and backed and str(expr) not in found:
+                found.append(str(expr))
+    return found
+
+
 @contextlib.contextmanager
 def _control_flow_patches(enabled: bool) -> Iterator[None]:
     undo = [p.apply() for p in CONTROL_FLOW_PATCHES if p.needed()] if enabled else []
@@ -489,7 +528,20 @@ def _export_mode(model, args, kwargs, spec, strict, strategies, report) -> torch
     while True:
         try:
             with _size_oblivious(oblivious), _control_flow_patches(unaliased):
-                return capture.export(model, args, kwargs, torch_spec, strict, spec.describe())
+                ep = capture.export(model, args, kwargs, torch_spec, strict, spec.describe())
+            pinned = pinned_small_sizes(ep) if "size_oblivious" in strategies and not oblivious else []
+            if not pinned:
+                return ep
+            note = (f"torch.export fixed sizes derived from the dynamic axes to their example value 0/1 "
+                    f"({', '.join(pinned[:3])}): retried with backed_size_oblivious")
+            try:
+                with _size_oblivious(True), _control_flow_patches(unaliased):
+                    retried = capture.export(model, args, kwargs, torch_spec, strict, spec.describe())
+            except (ExportCaptureError, DynamicShapeError) as e:  # the first capture stands, with its guards
+                logger.info("%s, which failed (%s): the first capture is kept", note, str(e).splitlines()[0])
+                return ep
+            report.use("size_oblivious", note)
+            return retried
         except ExportCaptureError as e:
             if "aliasing" in str(e) and "control_flow_aliasing" in strategies and not unaliased:
                 unaliased = True
