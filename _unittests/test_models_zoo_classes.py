@@ -269,14 +269,22 @@ def _cpmant():
     return transformers.CpmAntForCausalLM(_config("CpmAntConfig", num_attention_heads=4))
 
 
+def _funnel():
+    import transformers
+
+    cfg = transformers.FunnelConfig(block_sizes=[1, 1], num_decoder_layers=1, d_model=32, n_head=4, d_head=8,
+                                    d_inner=64, vocab_size=1000)
+    return transformers.FunnelForMaskedLM(cfg)
+
+
 @pytest.mark.parametrize(
     "factory, scan",
-    [(_mamba, True), (_rwkv, True), (_recurrent_gemma, True), (_cpmant, False)],
-    ids=["mamba", "rwkv", "recurrent_gemma", "cpmant"],
+    [(_mamba, True), (_rwkv, True), (_recurrent_gemma, True), (_cpmant, False), (_funnel, False)],
+    ids=["mamba", "rwkv", "recurrent_gemma", "cpmant", "funnel"],
 )
 def test_zoo_sequence_loop_models(factory, scan):
-    """A Python loop over the sequence (a mask from a Python list for CPM-Ant) made the sequence static
-    ("Constraints violated"): patched for the export only, the sequence stays dynamic and matches eager."""
+    """A Python loop over the sequence (a Python list of the length for CPM-Ant's mask, Funnel's positions)
+    made the sequence static ("Constraints violated"): patched for the export only, the sequence stays dynamic and matches eager."""
     from experimental.torch_interpreter.patches import TRANSFORMERS_RECURRENCES
 
     torch.manual_seed(0)

@@ -7,7 +7,8 @@ specializes the sequence axis to the example's length: ``Constraints violated (L
 the same computation where the loop is ``torch._higher_order_ops.scan`` over the sequence axis (an ONNX
 ``Scan``): same operations, same order, the sequence axis stays dynamic. CPM-Ant builds its left-padding
 mask from ``torch.tensor(list(range(seqlen - prompt_length)))``, a Python list of the example's length:
-the patch builds it with ``torch.arange``.
+the patch builds it with ``torch.arange``. Funnel keeps its token positions as a Python list of the length
+(pooled by slicing): the patch keeps them as an arithmetic progression whose length may be symbolic.
 
 The patches replace module attributes (``modeling_mamba.mamba_selective_scan``, ...); they apply only to
 modules already imported (the model's module is imported once the model is built).
@@ -31,6 +32,7 @@ _MAMBA_MODULES = (
 _RWKV_MODULE = "transformers.models.rwkv.modeling_rwkv"
 _GEMMA_MODULE = "transformers.models.recurrent_gemma.modeling_recurrent_gemma"
 _CPMANT_MODULE = "transformers.models.cpmant.modeling_cpmant"
+_FUNNEL_MODULE = "transformers.models.funnel.modeling_funnel"
 
 
 def _scan(combine: Callable, init: Any, xs: Any) -> tuple[Any, Any]:
@@ -194,6 +196,101 @@ def cpmant_prepare_attention_mask(
     return mask_1d.view(batch, seqlen, 1) & mask_1d.view(batch, 1, seqlen) & attention_mask
 
 
+class _Positions:
+    """Funnel's token positions, a Python list in transformers (``list(range(seq_len))``, pooled by slicing),
+    kept as ``head + [start + step * i for i in range(count)]`` so that ``count`` may be a SymInt."""
+
+    def __init__(self, head: list[int], start: Any, step: int, count: Any) -> None:
+        self.head, self.start, self.step, self.count = head, start, step, count
+
+    def __len__(self) -> Any:  # a SymInt for a dynamic sequence: used through size(), never by len()
+        raise TypeError("use size()")
+
+    def size(self) -> Any:
+        return len(self.head) + self.count
+
+    def first(self) -> Any:
+        return self.head[0] if self.head else self.start
+
+    def last(self) -> Any:
+        return self.start + self.step * (self.count - 1)
+
+    def drop_first(self) -> _Positions:
+        if self.head:
+            return _Positions(self.head[1:], self.start, self.step, self.count)
+        return _Positions([], self.start + self.step, self.step, self.count - 1)
+
+    def every_other(self) -> _Positions:
+        if self.head:
+            raise NotImplementedError("Funnel positions: pooling a list with a separate head")
+        return _Positions([], self.start, self.step * 2, (self.count + 1) // 2)
+
+
+def funnel_stride_pool_pos(self: Any, pos_id: _Positions, block_index: int) -> _Positions:
+    """``FunnelAttentionStructure.stride_pool_pos`` on :class:`_Positions`."""
+    if not self.config.separate_cls:
+        return pos_id.every_other()
+    pooled = pos_id.drop_first()
+    if self.config.truncate_seq:  # drops the last position too
+        pooled = _Positions(pooled.head, pooled.start, pooled.step, pooled.count - 1)
+    pooled = pooled.every_other()
+    return _Positions([-(2**block_index) + 1], pooled.start, pooled.step, pooled.count)
+
+
+def funnel_relative_pos(
+    self: Any, pos: _Positions, stride: int, pooled_pos: _Positions | None = None, shift: int = 1, device: Any = None
+) -> torch.Tensor:
+    """``FunnelAttentionStructure.relative_pos`` on :class:`_Positions`: the same ``arange``, symbolic bounds."""
+    pooled_pos = pos if pooled_pos is None else pooled_pos
+    ref_point = pooled_pos.first() - pos.first()
+    max_dist = ref_point + shift * pooled_pos.size() * stride
+    min_dist = pooled_pos.first() - pos.last()
+    return torch.arange(max_dist, min_dist - 1, -stride, dtype=torch.long, device=device)
+
+
+def funnel_get_position_embeds(self: Any, seq_len: Any, dtype: torch.dtype, device: Any) -> Any:
+    """``FunnelAttentionStructure.get_position_embeds`` whose positions are :class:`_Positions` instead of
+    ``list(range(seq_len))`` (a list of the example's length); the factorized attention has no such list and
+    goes to the original method. Equal to the original for every static length.
+
+    >>> class Cfg:
+    ...     attention_type, d_model, num_blocks, separate_cls, truncate_seq = "relative_shift", 4, 2, True, True
+    >>> class S:
+    ...     config = Cfg()
+    ...     sin_dropout = cos_dropout = staticmethod(lambda t: t)
+    ...     stride_pool_pos, relative_pos = funnel_stride_pool_pos, funnel_relative_pos
+    >>> [[tuple(t.shape) if t is not None else None for t in p]
+    ...  for p in funnel_get_position_embeds(S(), 7, torch.float32, None)]
+    [[(14, 4), None], [(8, 4), (15, 4)]]
+    """
+    if self.config.attention_type == "factorized":
+        return _ORIGINAL[_FUNNEL_MODULE](self, seq_len, dtype, device)
+    d_model = self.config.d_model
+    freq_seq = torch.arange(0, d_model // 2, 1.0, dtype=torch.int64, device=device).to(dtype)
+    inv_freq = 1 / (10000 ** (freq_seq / (d_model // 2)))
+    rel_pos_id = torch.arange(-seq_len * 2, seq_len * 2, 1.0, dtype=torch.int64, device=device).to(dtype)
+    zero_offset = seq_len * 2
+    sinusoid = rel_pos_id[:, None] * inv_freq[None]
+    pos_embed = torch.cat([self.sin_dropout(torch.sin(sinusoid)), self.cos_dropout(torch.cos(sinusoid))], dim=-1)
+
+    def gather(rel_pos: torch.Tensor) -> torch.Tensor:
+        rel_pos = rel_pos[:, None] + zero_offset
+        return torch.gather(pos_embed, 0, rel_pos.expand(rel_pos.size(0), d_model))
+
+    pos = pooled_pos = _Positions([], 0, 1, seq_len)
+    position_embeds_list = []
+    for block_index in range(self.config.num_blocks):
+        position_embeds_pooling = None
+        if block_index > 0:  # attention(pooled query, unpooled keys and values)
+            pooled_pos = self.stride_pool_pos(pos, block_index)
+            rel_pos = self.relative_pos(pos, 2 ** (block_index - 1), pooled_pos, shift=2, device=device)
+            position_embeds_pooling = gather(rel_pos)
+        pos = pooled_pos  # attention(pooled query, pooled keys and values)
+        position_embeds_no_pooling = gather(self.relative_pos(pos, 2**block_index, device=device))
+        position_embeds_list.append([position_embeds_no_pooling, position_embeds_pooling])
+    return position_embeds_list
+
+
 #: module name -> the function or method replaced (for the fallbacks above)
 _ORIGINAL: dict[str, Any] = {}
 
@@ -217,6 +314,15 @@ def _replace(module: str, name: str, new: Callable, cls: str | None = None) -> U
 
     wrapper.__doc__ = new.__doc__
     return replace_attribute(owner, name, wrapper)
+
+
+def _funnel_apply() -> Undo:
+    cls = "FunnelAttentionStructure"
+    undo = [_replace(_FUNNEL_MODULE, "get_position_embeds", funnel_get_position_embeds, cls)]
+    owner = _owner(_FUNNEL_MODULE, cls)  # the two helpers take positions only from the method above
+    undo += [replace_attribute(owner, "stride_pool_pos", funnel_stride_pool_pos),
+             replace_attribute(owner, "relative_pos", funnel_relative_pos)]
+    return lambda: [u() for u in reversed(undo)] and None
 
 
 def _mamba_needed() -> bool:
@@ -256,6 +362,15 @@ PATCHES = [
         versions="transformers 5.x",
         needed=lambda: _needed(_GEMMA_MODULE, "_rnn_scan", "RecurrentGemmaRglru"),
         apply=lambda: _replace(_GEMMA_MODULE, "_rnn_scan", recurrent_gemma_rnn_scan, "RecurrentGemmaRglru"),
+    ),
+    Patch(
+        name="Funnel positions as a symbolic progression",
+        group="transformers",
+        replaces="modeling_funnel.FunnelAttentionStructure.get_position_embeds, stride_pool_pos, relative_pos",
+        fixes="`Constraints violated (L['input_ids'].size()[1])`: positions kept as a Python list of the length",
+        versions="transformers 5.x",
+        needed=lambda: _needed(_FUNNEL_MODULE, "get_position_embeds", "FunnelAttentionStructure"),
+        apply=lambda: _funnel_apply(),
     ),
     Patch(
         name="CpmAntModel._prepare_attention_mask with arange",
