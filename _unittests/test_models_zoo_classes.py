@@ -211,9 +211,9 @@ def test_zoo_masked_lm_dynamic_sequence(factory, inputs):
     [
         (_qwen2_moe, (3, 13)),  # mixture of experts: transformers::grouped_mm_fallback
         (_deepseek_v2, (3, 13)),  # complex rotary embedding and MoE
-        # Mamba-2 hybrid, pad amount from seq % chunk; torch.export itself specializes the number of chunks
-        # (guard seq <= chunk for a first input of one chunk), so both input sets stay within one chunk
-        (_bamba, (3, 5)),
+        # Mamba-2 hybrid, pad amount from seq % chunk (8); 7 tokens: one chunk (size_oblivious keeps the
+        # chunk count dynamic), the padding cut (patch mamba2_chunk_scan); 13 tokens: two chunks, 3 padded
+        (_bamba, (3, 13)),
     ],
     ids=["qwen2_moe", "deepseek_v2", "bamba"],
 )
@@ -221,6 +221,15 @@ def test_zoo_class_model(factory, second):
     torch.manual_seed(0)
     model = factory().eval()
     check_model(model, (), _inputs(2, 7), dynamic_shapes=DYNAMIC, more_inputs=[((), _inputs(*second))], atol=1e-4)
+
+
+def test_bamba_example_of_one_whole_chunk():
+    """8 tokens in chunks of 8: torch.export fixed the chunk count to 1 and traced ``if pad_size > 0`` not
+    taken; 13 and 17 tokens gave an Expand, then a Reshape error in onnxruntime."""
+    torch.manual_seed(0)
+    model = _bamba().eval()
+    check_model(model, (), _inputs(2, 8), dynamic_shapes=DYNAMIC, atol=1e-4,
+                more_inputs=[((), _inputs(3, 13)), ((), _inputs(1, 17))])
 
 
 def test_aten_grouped_mm_bfloat16():

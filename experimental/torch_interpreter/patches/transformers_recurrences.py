@@ -7,7 +7,8 @@ specializes the sequence axis to the example's length: ``Constraints violated (L
 the same computation where the loop is ``torch._higher_order_ops.scan`` over the sequence axis (an ONNX
 ``Scan``): same operations, same order, the sequence axis stays dynamic. CPM-Ant builds its left-padding
 mask from ``torch.tensor(list(range(seqlen - prompt_length)))``, a Python list of the example's length:
-the patch builds it with ``torch.arange``. Funnel keeps its token positions as a Python list of the length
+the patch builds it with ``torch.arange``. Mamba-2 chunk scans (Bamba, Falcon-H1, Zamba2...) cut their
+padding only ``if pad_size > 0``: the patch always cuts. Funnel keeps its token positions as a Python list of the length
 (pooled by slicing): the patch keeps them as an arithmetic progression whose length may be symbolic.
 
 The patches replace module attributes (``modeling_mamba.mamba_selective_scan``, ...); they apply only to
@@ -16,6 +17,7 @@ modules already imported (the model's module is imported once the model is built
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +35,10 @@ _RWKV_MODULE = "transformers.models.rwkv.modeling_rwkv"
 _GEMMA_MODULE = "transformers.models.recurrent_gemma.modeling_recurrent_gemma"
 _CPMANT_MODULE = "transformers.models.cpmant.modeling_cpmant"
 _FUNNEL_MODULE = "transformers.models.funnel.modeling_funnel"
+_MAMBA2_MODULES = tuple(
+    f"transformers.models.{m}.modeling_{m}"
+    for m in ("mamba2", "bamba", "falcon_h1", "granitemoehybrid", "nemotron_h", "zamba2")
+)
 
 
 def _scan(combine: Callable, init: Any, xs: Any) -> tuple[Any, Any]:
@@ -194,6 +200,35 @@ def cpmant_prepare_attention_mask(
     mask_1d = positions[None, :].repeat(batch, 1) < length[:, None]
     mask_1d = torch.cat((torch.ones(batch, self.prompt_length, device=device).bool(), mask_1d), dim=1)
     return mask_1d.view(batch, seqlen, 1) & mask_1d.view(batch, 1, seqlen) & attention_mask
+
+
+def mamba2_chunk_scan_cut(original: Callable, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+    """transformers' ``mamba2_chunk_scan`` whose output is always cut to the sequence length.
+
+    The original pads the sequence to a multiple of the chunk size and cuts the padding off under
+    ``if pad_size > 0``: an example length that is a multiple of the chunk size traces the branch not taken,
+    and the graph returns the padded length for other lengths. Cutting a tensor already of that length changes
+    nothing, so the result is the original's for every length.
+
+    >>> pad = lambda x, *a, **k: torch.cat([x, x[:, :3]], 1)  # a scan whose padding is not cut
+    >>> tuple(mamba2_chunk_scan_cut(pad, torch.zeros(2, 5, 4)).shape)
+    (2, 5, 4)
+    """
+    result = original(hidden_states, *args, **kwargs)
+    length = hidden_states.shape[1]
+    if isinstance(result, tuple):
+        return (result[0][:, :length], *result[1:])
+    return result[:, :length]
+
+
+def _mamba2_apply() -> Undo:
+    undo = []
+    for module in _MAMBA2_MODULES:
+        if _needed(module, "mamba2_chunk_scan"):
+            original = getattr(sys.modules[module], "mamba2_chunk_scan")
+            undo.append(replace_attribute(sys.modules[module], "mamba2_chunk_scan",
+                                          functools.partial(mamba2_chunk_scan_cut, original)))
+    return lambda: [u() for u in reversed(undo)] and None
 
 
 class _Positions:
@@ -362,6 +397,15 @@ PATCHES = [
         versions="transformers 5.x",
         needed=lambda: _needed(_GEMMA_MODULE, "_rnn_scan", "RecurrentGemmaRglru"),
         apply=lambda: _replace(_GEMMA_MODULE, "_rnn_scan", recurrent_gemma_rnn_scan, "RecurrentGemmaRglru"),
+    ),
+    Patch(
+        name="mamba2_chunk_scan cuts its padding for every length",
+        group="transformers",
+        replaces="mamba2_chunk_scan of modeling_mamba2, bamba, falcon_h1, granitemoehybrid, nemotron_h, zamba2",
+        fixes="other lengths than a multiple of the chunk size: the padded output (`if pad_size > 0` not traced)",
+        versions="transformers 5.x (the torch path without kernels)",
+        needed=lambda: any(_needed(m, "mamba2_chunk_scan") for m in _MAMBA2_MODULES),
+        apply=_mamba2_apply,
     ),
     Patch(
         name="Funnel positions as a symbolic progression",
