@@ -627,3 +627,15 @@ def test_optimizer_keeps_the_bounds_of_the_clips_it_makes():
 
     check_model(Fn(fn), (torch.arange(6),), dynamic_shapes=({0: "n"},),
                 more_inputs=[((torch.arange(9) * 3 % 7,), None)])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: torch.clamp(x, min=0.5), lambda x: torch.clamp(x, max=0.5), lambda x: torch.clamp(x.half(), min=-1)],
+    ids=["min", "max", "float16_min"],
+)
+def test_clamp_with_one_bound_keeps_infinities(fn):
+    """``clamp(reciprocal(relu6(x)), min=0.5)`` gave 3.4e38 for inf (fuzz seed 4848): ONNX Clip without a max
+    clips at the largest finite value."""
+    inf, nan = float("inf"), float("nan")
+    check_model(Fn(fn), (torch.tensor([[inf, -inf, nan, 0.25, 1.0, -2.0]]),))

@@ -412,12 +412,15 @@ def _is_scalar(x: Any) -> bool:
 def aten_clamp(ctx: NodeContext, self: ir.Value, min: Scalar = None, max: Scalar = None) -> ir.Value:
     """clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
 
-    ONNX Clip for scalar bounds of a float tensor, else Max then Min (tensor bounds broadcast).
+    ONNX Clip for scalar bounds of a float tensor, else Max then Min (tensor bounds broadcast). A missing
+    bound is an infinite one: Clip's default is the largest finite value, which would clip ``inf``.
     """
     dtype = ctx.out_dtype
     if _is_scalar(min) and _is_scalar(max) and dtype in FLOAT_TYPES:
         # not for integers: onnxruntime's optimizer fuses Relu+Clip wrongly on integer tensors
-        return kernel_op(ctx, "Clip", self, min, max, dtype=dtype)
+        low = -math.inf if min is None else min
+        high = math.inf if max is None else max
+        return kernel_op(ctx, "Clip", self, low, high, dtype=dtype)
     out = self
     if min is not None:
         out = kernel_op(ctx, "Max", out, min, dtype=dtype)
