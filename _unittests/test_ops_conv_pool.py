@@ -108,8 +108,9 @@ POOLS = {
 }
 
 
-#: what MaxPool is followed by so that a NaN in a window gives NaN (onnxruntime's MaxPool skips NaN)
-_NAN_GUARD = ["IsNaN", "Cast", "MaxPool", "Greater", "Where"]
+#: what MaxPool is followed by so that a NaN in a window gives NaN (onnxruntime's MaxPool skips NaN) and a
+#: window of -inf gives -inf (onnxruntime's starts from the lowest float)
+_NAN_GUARD = ["IsNaN", "Cast", "Equal", "Not", "Cast", "Add", "Add", "MaxPool", "Greater", "Where", "Less", "Where"]
 
 
 @pytest.mark.parametrize("name", sorted(POOLS))

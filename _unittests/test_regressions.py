@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from helpers import Fn, check_model, op_types
 
 
@@ -639,3 +640,20 @@ def test_clamp_with_one_bound_keeps_infinities(fn):
     clips at the largest finite value."""
     inf, nan = float("inf"), float("nan")
     check_model(Fn(fn), (torch.tensor([[inf, -inf, nan, 0.25, 1.0, -2.0]]),))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: F.max_pool1d(x, 2, stride=2, padding=1, ceil_mode=True),
+        lambda x: F.max_pool1d(x, 3, stride=1),
+        lambda x: F.max_pool2d(x.unsqueeze(1), 2, padding=1),
+        lambda x: F.max_pool1d(x.half(), 2, stride=1, padding=1),
+    ],
+    ids=["padded_ceil", "no_padding", "2d", "float16"],
+)
+def test_max_pool_of_minus_infinity(fn):
+    """A window of -inf gave -3.4e38 (fuzz seed 3687): onnxruntime's MaxPool starts from the lowest float."""
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([[[-inf, -inf, -inf, 1.0, nan, -inf, 2.0, -inf, -inf]], [[0.0, -inf, inf, -inf, -inf, -inf, 3, 4, 5]]])
+    check_model(Fn(fn), (x,))

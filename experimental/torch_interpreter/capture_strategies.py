@@ -315,7 +315,8 @@ def pinned_small_sizes(ep: torch.export.ExportedProgram) -> list[str]:
     shape_env = _get_shape_env(ep.graph_module)
     if shape_env is None:
         return []
-    hints = getattr(shape_env, "backed_var_to_val", None) or shape_env.var_to_val  # torch < 2.13: var_to_val
+    # torch < 2.13: var_to_val (deprecated since)
+    hints = shape_env.backed_var_to_val if hasattr(shape_env, "backed_var_to_val") else shape_env.var_to_val
     found: list[str] = []
     for guard in shape_env.guards:
         expr = guard.expr

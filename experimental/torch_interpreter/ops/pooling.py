@@ -106,21 +106,25 @@ def _max_pool(
             attrs["dilations"] = list(d)
         xc = ctx.cast(x, compute)
         if not with_indices:
-            return ctx.cast(_nan_propagated(ctx, xc, ctx.op("MaxPool", xc, **attrs), attrs), dtype), None
+            return ctx.cast(_as_pytorch(ctx, xc, ctx.op("MaxPool", xc, **attrs), attrs), dtype), None
         values, indices = ctx.op("MaxPool", xc, num_outputs=2, **attrs)
         indices.dtype = INT64
-        return ctx.cast(_nan_propagated(ctx, xc, values, attrs), dtype), _plane_indices(ctx, x, indices, n)
+        return ctx.cast(_as_pytorch(ctx, xc, values, attrs), dtype), _plane_indices(ctx, x, indices, n)
 
     return with_batch(ctx, x, n, pool)
 
 
-def _nan_propagated(ctx: NodeContext, x: ir.Value, pooled: ir.Value, attrs: dict) -> ir.Value:
-    """``pooled`` (MaxPool of ``x``) with NaN where the window holds a NaN, as PyTorch: onnxruntime's
-    MaxPool skips NaN (and a window of NaN and padding gives the lowest float)."""
+def _as_pytorch(ctx: NodeContext, x: ir.Value, pooled: ir.Value, attrs: dict) -> ir.Value:
+    """``pooled`` (MaxPool of ``x``) as PyTorch computes it: NaN where the window holds a NaN (onnxruntime's
+    MaxPool skips NaN), ``-inf`` where it holds only ``-inf`` (onnxruntime starts from the lowest finite
+    value). One more MaxPool over a code per element: 3 for NaN, 0 for ``-inf``, 1 otherwise."""
     if x.dtype not in FLOAT_TYPES:
         return pooled
-    has_nan = ctx.op("MaxPool", ctx.cast(ctx.op("IsNaN", x), x.dtype), **attrs)
-    return ctx.op("Where", ctx.op("Greater", has_nan, ctx.const(0, x.dtype)), ctx.const(float("nan"), x.dtype), pooled)
+    nan = ctx.cast(ctx.op("IsNaN", x), x.dtype)
+    above = ctx.cast(ctx.op("Not", ctx.op("Equal", x, ctx.const(-math.inf, x.dtype))), x.dtype)
+    code = ctx.op("MaxPool", ctx.op("Add", ctx.op("Add", nan, nan), above), **attrs)
+    out = ctx.op("Where", ctx.op("Greater", code, ctx.const(2, x.dtype)), ctx.const(math.nan, x.dtype), pooled)
+    return ctx.op("Where", ctx.op("Less", code, ctx.const(0.5, x.dtype)), ctx.const(-math.inf, x.dtype), out)
 
 
 @register("aten::max_pool1d.default", "aten::max_pool2d.default", "aten::max_pool3d.default")
