@@ -116,9 +116,10 @@ _NAN_GUARD = ["IsNaN", "Cast", "Equal", "Not", "Cast", "Add", "Add", "MaxPool", 
 @pytest.mark.parametrize("name", sorted(POOLS))
 def test_pool(name):
     model, x, expected = POOLS[name]
-    if "MaxPool" in expected:
-        i = expected.index("MaxPool") + 1
-        expected = [*expected[:i], *_NAN_GUARD, *expected[i:]]
+    for pool in ("MaxPool", "GlobalMaxPool"):
+        if pool in expected:
+            i = expected.index(pool) + 1
+            expected = [*expected[:i], *[pool if op == "MaxPool" else op for op in _NAN_GUARD], *expected[i:]]
     _check(model, x, expected=expected)
 
 
@@ -150,7 +151,7 @@ def test_pool_unbatched():
 def test_adaptive_pool_dynamic_spatial():
     model = Fn(lambda x: (F.adaptive_avg_pool2d(x, 1), F.adaptive_max_pool2d(x, 1)))
     onx = _check(model, X2, dynamic=(0, 2, 3))
-    assert _ops(onx) == ["GlobalAveragePool", "GlobalMaxPool"]
+    assert _ops(onx) == ["GlobalAveragePool", "GlobalMaxPool", *[op.replace("Max", "GlobalMax") for op in _NAN_GUARD]]
 
 
 def test_adaptive_max_pool_not_divisible():

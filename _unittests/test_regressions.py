@@ -649,8 +649,10 @@ def test_clamp_with_one_bound_keeps_infinities(fn):
         lambda x: F.max_pool1d(x, 3, stride=1),
         lambda x: F.max_pool2d(x.unsqueeze(1), 2, padding=1),
         lambda x: F.max_pool1d(x.half(), 2, stride=1, padding=1),
+        lambda x: F.adaptive_max_pool1d(x, 1),
+        lambda x: F.adaptive_max_pool2d(x.reshape(2, 1, 3, 3).bfloat16(), 1),
     ],
-    ids=["padded_ceil", "no_padding", "2d", "float16"],
+    ids=["padded_ceil", "no_padding", "2d", "float16", "global", "global_bfloat16"],
 )
 def test_max_pool_of_minus_infinity(fn):
     """A window of -inf gave -3.4e38 (fuzz seed 3687): onnxruntime's MaxPool starts from the lowest float."""

@@ -7,7 +7,7 @@ static; spatial sizes may be dynamic unless said otherwise.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -105,24 +105,28 @@ def _max_pool(
         if any(v != 1 for v in d):
             attrs["dilations"] = list(d)
         xc = ctx.cast(x, compute)
+
+        def max_pool(v: ir.Value) -> ir.Value:
+            return ctx.op("MaxPool", v, **attrs)
+
         if not with_indices:
-            return ctx.cast(_as_pytorch(ctx, xc, ctx.op("MaxPool", xc, **attrs), attrs), dtype), None
+            return ctx.cast(_as_pytorch(ctx, xc, max_pool(xc), max_pool), dtype), None
         values, indices = ctx.op("MaxPool", xc, num_outputs=2, **attrs)
         indices.dtype = INT64
-        return ctx.cast(_as_pytorch(ctx, xc, values, attrs), dtype), _plane_indices(ctx, x, indices, n)
+        return ctx.cast(_as_pytorch(ctx, xc, values, max_pool), dtype), _plane_indices(ctx, x, indices, n)
 
     return with_batch(ctx, x, n, pool)
 
 
-def _as_pytorch(ctx: NodeContext, x: ir.Value, pooled: ir.Value, attrs: dict) -> ir.Value:
-    """``pooled`` (MaxPool of ``x``) as PyTorch computes it: NaN where the window holds a NaN (onnxruntime's
-    MaxPool skips NaN), ``-inf`` where it holds only ``-inf`` (onnxruntime starts from the lowest finite
-    value). One more MaxPool over a code per element: 3 for NaN, 0 for ``-inf``, 1 otherwise."""
+def _as_pytorch(ctx: NodeContext, x: ir.Value, pooled: ir.Value, pool: Callable[[ir.Value], ir.Value]) -> ir.Value:
+    """``pooled`` (``pool(x)``, a MaxPool or GlobalMaxPool) as PyTorch computes it: NaN where the window
+    holds a NaN (onnxruntime's MaxPool skips NaN), ``-inf`` where it holds only ``-inf`` (onnxruntime starts
+    from the lowest finite value). One more pool over a code per element: 3 for NaN, 0 for ``-inf``, else 1."""
     if x.dtype not in FLOAT_TYPES:
         return pooled
     nan = ctx.cast(ctx.op("IsNaN", x), x.dtype)
     above = ctx.cast(ctx.op("Not", ctx.op("Equal", x, ctx.const(-math.inf, x.dtype))), x.dtype)
-    code = ctx.op("MaxPool", ctx.op("Add", ctx.op("Add", nan, nan), above), **attrs)
+    code = pool(ctx.op("Add", ctx.op("Add", nan, nan), above))
     out = ctx.op("Where", ctx.op("Greater", code, ctx.const(2, x.dtype)), ctx.const(math.nan, x.dtype), pooled)
     return ctx.op("Where", ctx.op("Less", code, ctx.const(0.5, x.dtype)), ctx.const(-math.inf, x.dtype), out)
 
@@ -386,7 +390,14 @@ def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
     dtype = ctx.out_dtype
     with_indices = uses_output(ctx, 1)
     if all(o == 1 for o in output_size) and not with_indices:
-        return with_batch(ctx, self, n, lambda x: kernel_op(ctx, "GlobalMaxPool", x, dtype=dtype)), None
+        c = kernel_dtype("GlobalMaxPool", dtype)
+
+        def global_max(x: ir.Value) -> ir.Value:
+            xc = ctx.cast(x, c)
+            pooled = ctx.op("GlobalMaxPool", xc)
+            return ctx.cast(_as_pytorch(ctx, xc, pooled, lambda v: ctx.op("GlobalMaxPool", v)), dtype)
+
+        return with_batch(ctx, self, n, global_max), None
     dims = spatial_dims(self, n)
     if any(d is None for d in dims):
         out = _static_output(output_size, "adaptive_max_pool")
