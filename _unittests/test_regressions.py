@@ -659,3 +659,25 @@ def test_max_pool_of_minus_infinity(fn):
     inf, nan = float("inf"), float("nan")
     x = torch.tensor([[[-inf, -inf, -inf, 1.0, nan, -inf, 2.0, -inf, -inf]], [[0.0, -inf, inf, -inf, -inf, -inf, 3, 4, 5]]])
     check_model(Fn(fn), (x,))
+
+
+def test_group_norm_of_no_channel_with_a_dynamic_batch():
+    """``group_norm`` of a ``[N, 0]`` tensor (a ``tensor_split`` piece) with N dynamic: onnxruntime refused
+    the model (a Reshape to ``[0, 1, -1]``: fuzz seed 5275)."""
+    from helpers import check_dynamic
+
+    check_dynamic(lambda x: F.group_norm(torch.tensor_split(x, 2, 1)[1], 1), torch.randn(7, 1))
+    check_dynamic(lambda x: F.group_norm(x, 2), torch.randn(3, 4, 5), dynamic=(0, 2))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: x[:, 5:].reshape(x.shape[0], 0, 1) + 1, lambda x: (x[:, 5:] * 2).unsqueeze(1).flatten(1, 2)],
+    ids=["reshape", "flatten"],
+)
+def test_reshape_of_an_empty_tensor_with_a_dynamic_batch(fn):
+    """onnxscript's optimizer made the shape ``[-1, 0, 1]`` (its MaterializeReshapeShape rule): onnxruntime
+    refused the model, -1 cannot be inferred next to a 0; the optimized model takes the batch size back."""
+    from helpers import check_dynamic
+
+    check_dynamic(fn, torch.randn(4, 3))

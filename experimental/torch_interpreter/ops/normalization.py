@@ -19,6 +19,9 @@ from ..dtypes import onnx_dtype, torch_dtype
 from ..registry import register
 from ._common import (
     INT64,
+    concat_shape,
+    dim_of,
+    int_op,
     kernel_dtype,
     kernel_op,
     opmath_dtype,
@@ -265,12 +268,17 @@ def aten_instance_norm(
 
 
 def _grouped(ctx: NodeContext, x: ir.Value, groups: int) -> ir.Value:
-    """``x`` reshaped to ``(N, groups, -1)``; static sizes when known, so that empty inputs reshape too."""
+    """``x`` reshaped to ``(N, groups, C * HxW / groups)``, no ``-1``, so that empty inputs reshape too."""
     shape = [d if isinstance(d, int) else None for d in x.shape]
-    if None not in shape:
-        per_group = int(np.prod(shape[1:])) // groups
-        return ctx.op("Reshape", x, ctx.const([shape[0], groups, per_group], INT64), allowzero=1)
-    return ctx.op("Reshape", x, ctx.const([0, groups, -1], INT64))
+    if None not in shape[1:]:
+        per_group: int | ir.Value = int(np.prod(shape[1:])) // groups
+        if per_group and shape[0] is None:  # 0 copies the batch size
+            return ctx.op("Reshape", x, ctx.const([0, groups, per_group], INT64))
+    else:
+        size = ctx.op("ReduceProd", ctx.op("Shape", x, start=1), keepdims=0)
+        per_group = int_op(ctx, "Div", size, groups)
+    target = concat_shape(ctx, [dim_of(ctx, x, 0), groups, per_group])
+    return ctx.op("Reshape", x, target, allowzero=1)
 
 
 @register("aten::group_norm.default")
@@ -287,9 +295,12 @@ def aten_group_norm(
     bool cudnn_enabled=True) -> Tensor
 
     GroupNormalization from opset 21 (its scale is per channel); before, InstanceNormalization of the
-    input reshaped to ``(N, groups, -1)``, then the per-channel affine transform.
+    input reshaped to ``(N, groups, -1)``, then the per-channel affine transform. No channel or an empty
+    plane: the (empty) input itself (onnxruntime's InstanceNormalization crashes on groups of no element).
     """
     dtype = ctx.out_dtype
+    if 0 in ctx.arg_val(0).shape[1:]:
+        return ctx.cast(input, dtype)
     if ctx.opset >= 21:
         scale, b = _param(ctx, weight, input, 1.0, dtype), _param(ctx, bias, input, 0.0, dtype)
         return ctx.op("GroupNormalization", input, scale, b, epsilon=float(eps), num_groups=num_groups)

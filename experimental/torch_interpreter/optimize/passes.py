@@ -9,7 +9,9 @@ removed, constants lifted to initializers, duplicated initializers and common su
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+import numpy as np
 import onnx_ir as ir
 import onnxscript.optimizer
 
@@ -46,6 +48,7 @@ def optimize_generic(model: ir.Model) -> ir.Model:
     onnxscript.optimizer.optimize(model, input_size_limit=FOLD_INPUT_SIZE_LIMIT)
     register_dangling_constants(model)
     split_constant_of_shape_casts(model)
+    repair_empty_reshapes(model)
     return model
 
 
@@ -146,3 +149,68 @@ def split_constant_of_shape_casts(model: ir.Model) -> int:
         graph.remove(node, safe=True)
         changed += 1
     return changed
+
+
+def repair_empty_reshapes(model: ir.Model) -> int:
+    """Gives a dynamic size back to the ``Reshape`` nodes whose shape onnxscript's optimizer made a constant
+    holding both ``-1`` and ``0`` (``allowzero=1``): its ``MaterializeReshapeShape`` rule writes ``-1`` for the
+    one symbolic dimension, which no runtime can infer next to a 0 (onnxruntime refuses the model: "Product
+    cannot be 0 in combination with -1"). The ``-1`` becomes the size of an axis with the same symbolic
+    dimension, of the reshaped value or of a model input; returns how many nodes changed. Without such an
+    axis: :class:`ConversionError`.
+
+    Example::
+
+        >>> import numpy as np, onnx_ir as ir
+        >>> from experimental.torch_interpreter.optimize.passes import repair_empty_reshapes
+        >>> x = ir.val("x", ir.DataType.FLOAT, ["n", 1, 0])
+        >>> node = ir.node("Reshape", [x, ir.Value(name="s", const_value=ir.tensor(np.array([-1, 0])))],
+        ...                attributes={"allowzero": 1})
+        >>> node.outputs[0].shape = ir.Shape(["n", 0])
+        >>> g = ir.Graph([x], node.outputs, nodes=[node], opset_imports={"": 18})
+        >>> repair_empty_reshapes(ir.Model(g, ir_version=10)), [n.op_type for n in g]
+        (1, ['Shape', 'Concat', 'Reshape'])
+    """
+    changed = 0
+    for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.inputs) < 2:
+            continue
+        target = node.inputs[1].const_value if node.inputs[1] is not None else None
+        if target is None:
+            continue
+        dims = [int(d) for d in target.numpy().reshape(-1)]
+        if -1 not in dims or 0 not in dims:
+            continue
+        data, out = node.inputs[0], node.outputs[0]
+        k = dims.index(-1)
+        wanted = out.shape[k] if out.shape is not None and len(out.shape) == len(dims) else None
+        found = _axis_of(wanted, [data, *model.graph.inputs])
+        if found is None:
+            raise ConversionError(
+                f"the optimizer made Reshape {node.name!r} a constant shape {dims} with -1 next to 0, which no runtime "
+                "can infer; export with optimize=False and report this model"
+            )
+        source, axis = found
+        size = ir.node("Shape", [source], attributes={"start": axis, "end": axis + 1}, name=f"{node.name}/size")
+        before = ir.Value(name=f"{node.name}_before", const_value=ir.tensor(np.array(dims[:k], dtype=np.int64)))
+        after = ir.Value(name=f"{node.name}_after", const_value=ir.tensor(np.array(dims[k + 1 :], dtype=np.int64)))
+        for v in (before, after):
+            model.graph.register_initializer(v)
+        concat = ir.node("Concat", [before, size.outputs[0], after], attributes={"axis": 0}, name=f"{node.name}/shape")
+        for n in (size, concat):
+            n.metadata_props.update(node.metadata_props)
+        node.graph.insert_before(node, [size, concat])
+        node.replace_input_with(1, concat.outputs[0])
+        changed += 1
+    return changed
+
+
+def _axis_of(dim: Any, values: list[ir.Value]) -> tuple[ir.Value, int] | None:
+    """The first value of ``values`` and its axis whose size is the symbolic dimension ``dim``."""
+    if dim is None or isinstance(dim, int):
+        return None
+    for value in values:
+        for axis, d in enumerate(value.shape or []):
+            if not isinstance(d, int) and d.value is not None and d == dim:
+                return value, axis
+    return None
