@@ -681,3 +681,9 @@ def test_reshape_of_an_empty_tensor_with_a_dynamic_batch(fn):
     from helpers import check_dynamic
 
     check_dynamic(fn, torch.randn(4, 3))
+
+
+def test_softmax_of_an_empty_bool_tensor():
+    """Eager takes ``softmax`` of an empty bool tensor (bool result); the model had a Softmax of int64,
+    refused by onnxruntime (fuzz seeds 6898, 7416)."""
+    check_model(Fn(lambda x: (torch.softmax(x[:0] > 0, -1), torch.softmax(x[:, :0] > 0, 0))), (torch.randn(3, 2),))

@@ -85,16 +85,18 @@ def has_kernel(op_type: str, dtype: ir.DataType) -> bool:
 
 def kernel_dtype(op_type: str, dtype: ir.DataType) -> ir.DataType:
     """The element type onnxruntime CPU computes ``op_type`` in for inputs of type ``dtype``: ``dtype``
-    itself, else FLOAT for a floating type (bfloat16, double for Tan/Erf...), INT32 or INT64 for others.
+    itself, else FLOAT for a floating type (bfloat16, double for Tan/Erf...) or an op with float kernels only
+    (Softmax of an empty bool tensor), INT32 or INT64 for others.
 
     >>> kernel_dtype("Sin", ir.DataType.BFLOAT16).name, kernel_dtype("Max", ir.DataType.BOOL).name
     ('FLOAT', 'INT32')
     """
     if has_kernel(op_type, dtype):
         return dtype
-    if dtype in FLOAT_TYPES:
+    supported = _KERNEL_DTYPES[op_type]
+    if dtype in FLOAT_TYPES or not supported & (_I | _I8):  # a kernel of floats only: FLOAT for every input
         return FLOAT
-    return ir.DataType.INT32 if ir.DataType.INT32 in _KERNEL_DTYPES[op_type] else INT64
+    return ir.DataType.INT32 if ir.DataType.INT32 in supported else INT64
 
 
 def kernel_op(ctx: NodeContext, op_type: str, *inputs: Any, dtype: ir.DataType, **attrs: Any) -> ir.Value:
