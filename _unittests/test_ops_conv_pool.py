@@ -212,7 +212,9 @@ UPSAMPLES = {
 @pytest.mark.parametrize("name", sorted(UPSAMPLES))
 def test_upsample(name):
     fn, x = UPSAMPLES[name]
-    _check(Fn(fn), x, expected=["Resize"])
+    # linear and cubic modes: an If computes PyTorch's formula instead when the input has an infinity or NaN
+    exact = not name.startswith(("nearest", "float32_scale")) and "antialias" not in name
+    _check(Fn(fn), x, expected=["Resize", "Mul", "ReduceSum", "IsNaN", "If"] if exact else ["Resize"])
 
 
 @pytest.mark.parametrize("name", ["nearest_scale", "bilinear_scale", "bicubic", "recompute_scale_factor"])

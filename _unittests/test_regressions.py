@@ -687,3 +687,27 @@ def test_softmax_of_an_empty_bool_tensor():
     """Eager takes ``softmax`` of an empty bool tensor (bool result); the model had a Softmax of int64,
     refused by onnxruntime (fuzz seeds 6898, 7416)."""
     check_model(Fn(lambda x: (torch.softmax(x[:0] > 0, -1), torch.softmax(x[:, :0] > 0, 0))), (torch.randn(3, 2),))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: F.interpolate(x, size=(8,), mode="linear", align_corners=False),
+        lambda x: F.interpolate(x, size=(7,), mode="linear", align_corners=True),
+        lambda x: F.interpolate(x.unsqueeze(1), size=(3, 9), mode="bilinear", align_corners=False),
+        lambda x: F.interpolate(x.unsqueeze(1), size=(5, 7), mode="bicubic", align_corners=True),
+        lambda x: F.interpolate(x[None, None], scale_factor=1.5, mode="trilinear"),
+    ],
+    ids=["linear", "linear_same_size", "bilinear", "bicubic", "trilinear"],
+)
+def test_interpolate_of_infinities(fn):
+    """``F.interpolate(x, size=(8,), mode='linear')`` of a tensor with -inf gave NaN where eager gives -inf
+    (fuzz seed 6782): onnxruntime's Resize computes ``x0 + w * (x1 - x0)`` where PyTorch computes
+    ``w0 * x0 + w1 * x1``, also NaN for an infinity on a tap of weight 0 (a kept size, a clamped border)."""
+    from helpers import check_dynamic
+
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([[1.0, -inf, -inf, 2.0, inf, inf, 3.0], [nan, 4.0, -inf, inf, 5.0, -inf, 6.0]]).repeat(3, 1, 1)
+    check_model(Fn(fn), (x,))
+    other = torch.tensor([[-inf, -inf, 0.5, inf, 7.0, 1.0, -2.0, nan, inf]]).repeat(2, 2, 1)
+    check_dynamic(fn, x, dynamic=(0, 2), other=other)

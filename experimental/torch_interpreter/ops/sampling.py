@@ -13,7 +13,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import FLOAT, kernel_op, spatial_dims
+from ._common import BF16, DOUBLE, F16, FLOAT, INT64, dim_of, kernel_op, spatial_dims
 
 
 def _scale(size: int | None, out: int | None, factor: float) -> float:
@@ -42,6 +42,7 @@ def _resize(
     """ONNX Resize as PyTorch's ``upsample_*``: it maps output coordinates with the scale factors when
     given (``1 / scale``), else with ``input / output`` sizes."""
     n = ctx.rank(input) - 2
+    given = scales
     attrs: dict[str, Any] = {"axes": list(range(2, n + 2))}
     if mode in ("nearest", "nearest-exact"):
         exact = mode == "nearest-exact"
@@ -78,7 +79,106 @@ def _resize(
     if mode == "nearest" and dtype in (ir.DataType.INT32, ir.DataType.INT8, ir.DataType.UINT8):
         compute = dtype
     y = ctx.op("Resize", ctx.cast(input, compute), *roi_scales_sizes, **attrs)
+    if mode in ("linear", "cubic") and not antialias and dtype in (FLOAT, DOUBLE, F16, BF16):
+        return _unless_finite(ctx, input, y, given, mode == "cubic", bool(align_corners))
     return ctx.cast(y, dtype)
+
+
+def _taps(
+    ctx: NodeContext, size: int | ir.Value, out: int | ir.Value, cubic: bool, align_corners: bool, scale: float | None,
+    dtype: ir.DataType,
+) -> tuple[ir.Value, ir.Value]:
+    """The source indices and weights, both ``[out, K]`` (K = 2 or 4 taps), of one axis as PyTorch's CPU
+    kernels compute them (``compute_source_index_and_lambda``, ``HelperInterpCubic``: ``ratio`` and source
+    index in float, or double for float64, where the FMA is not reproduced): weights of exactly 0 included
+    (a tap on a clamped or duplicated index, the copy when ``size == out``); static sizes give constants
+    once folded."""
+    real = np.float64 if dtype == DOUBLE else np.float32
+
+    def f(v: int | float | ir.Value) -> ir.Value:
+        return ctx.cast(v, dtype) if isinstance(v, ir.Value) else ctx.const(real(v), dtype)
+
+    if align_corners:  # (size - 1) / (out - 1), 0 for out == 1
+        more = ctx.op("Greater", ctx.operand(out, INT64), ctx.const(1, INT64))
+        steps = ctx.op("Max", ctx.op("Sub", f(out), f(1)), f(1))
+        ratio = ctx.op("Where", more, ctx.op("Div", ctx.op("Sub", f(size), f(1)), steps), f(0))
+    elif scale is not None and scale > 0:
+        ratio = f(1.0 / scale)
+    else:
+        ratio = ctx.op("Div", f(size), f(out))
+    last = ctx.op("Sub", ctx.operand(size, INT64), ctx.const(1, INT64))
+    dst = ctx.op("Range", ctx.const(0, INT64), ctx.operand(out, INT64), ctx.const(1, INT64))
+    if align_corners:
+        src = ctx.op("Mul", ratio, ctx.cast(dst, dtype))
+    else:  # ratio * (dst + 0.5) - 0.5 rounded once, in double: PyTorch's kernels are compiled with FMA
+        half = ctx.const(0.5, DOUBLE)
+        src = ctx.op("Mul", ctx.cast(ratio, DOUBLE), ctx.op("Add", ctx.cast(dst, DOUBLE), half))
+        src = ctx.cast(ctx.op("Sub", src, half), dtype)
+        if not cubic:
+            src = ctx.op("Max", src, f(0))
+    i0 = ctx.op("Min", ctx.cast(ctx.op("Floor", src), INT64), last)
+    lam = ctx.op("Min", ctx.op("Max", ctx.op("Sub", src, ctx.cast(i0, dtype)), f(0)), f(1))
+    one = ctx.const([1], INT64)
+    if cubic:
+        def horner(x: ir.Value, *coefficients: float) -> ir.Value:
+            y = f(coefficients[0])
+            for c in coefficients[1:]:
+                y = ctx.op("Mul", y, x)
+                y = ctx.op("Add", y, f(c)) if c else y
+            return y
+
+        a = -0.75  # cubic_convolution1 and 2
+        conv1 = lambda x: horner(x, a + 2, -(a + 3), 0, 1)  # noqa: E731
+        conv2 = lambda x: horner(x, a, -5 * a, 8 * a, -4 * a)  # noqa: E731
+        rest = ctx.op("Sub", f(1), lam)
+        weights = [conv2(ctx.op("Add", lam, f(1))), conv1(lam), conv1(rest), conv2(ctx.op("Add", rest, f(1)))]
+        zero = ctx.const(0, INT64)
+        index = [ctx.op("Clip", ctx.op("Add", i0, ctx.const(j - 1, INT64)), zero, last) for j in range(4)]
+    else:
+        i1 = ctx.op("Add", i0, ctx.cast(ctx.op("Less", i0, last), INT64))
+        index, weights = [i0, i1], [ctx.op("Sub", f(1), lam), lam]
+        same = ctx.op("Equal", ctx.operand(size, INT64), ctx.operand(out, INT64))  # PyTorch copies: weights 1, 0
+        index = [ctx.op("Where", same, dst, i) for i in index]
+        weights = [ctx.op("Where", same, f(w), v) for w, v in zip((1, 0), weights)]
+    stack = lambda vs: ctx.op("Concat", *(ctx.op("Unsqueeze", v, one) for v in vs), axis=1)  # noqa: E731
+    return stack(index), stack(weights)
+
+
+def _unless_finite(
+    ctx: NodeContext, input: ir.Value, fast: ir.Value, scales: Sequence[float | None], cubic: bool, align_corners: bool
+) -> ir.Value:
+    """``fast`` (Resize) where ``input`` is finite, else the interpolation computed as PyTorch's CPU kernels
+    do: per axis, a Gather of the 2 (4 for cubic) source taps times their weights, summed.
+
+    onnxruntime's Resize does not give PyTorch's infinities and NaN: it computes ``x0 + w * (x1 - x0)``
+    (NaN between two -inf), leaves out taps of weight 0, and mixes in a neighbouring row or channel when an
+    axis keeps its size, where PyTorch's ``w0 * x0 + w1 * x1`` gives -inf between two -inf and NaN for an
+    infinity on a tap of weight 0. The exact computation is several times slower than Resize, so an ``If``
+    runs it only for an input with an infinity or NaN (``ReduceSum(x * 0)`` is NaN); finite inputs pay one
+    reduction. Antialiased modes (a window of taps per output) keep Resize alone."""
+    n = ctx.rank(input) - 2
+    dtype = ctx.out_dtype
+    compute = DOUBLE if dtype == DOUBLE else FLOAT
+    x = ctx.cast(input, compute)
+    scales = list(scales or [None]) * n if len(scales or [None]) == 1 else list(scales)
+    taps = []
+    for k, axis in enumerate(range(2, n + 2)):
+        size = dim_of(ctx, input, axis)
+        out = dim_of(ctx, fast, axis, size=ctx.val.shape[axis])
+        taps.append((axis, *_taps(ctx, size, out, cubic, align_corners, scales[k], compute)))
+    bad = ctx.op("IsNaN", ctx.op("ReduceSum", ctx.op("Mul", x, ctx.const(0, compute)), keepdims=0))
+    exact = ctx.new_subgraph()
+    y = x
+    for axis, index, weights in reversed(taps):  # the last axis first, as PyTorch
+        w = exact.op("Reshape", weights, exact.const([-1, 4 if cubic else 2] + [1] * (n + 1 - axis), INT64))
+        taps_x = exact.op("Mul", exact.op("Gather", y, index, axis=axis), w)
+        y = exact.op("ReduceSum", taps_x, exact.const([axis + 1], INT64), keepdims=0)
+    exact.outputs([exact.op("Cast", y, to=dtype)], [ctx.val])
+    same = ctx.new_subgraph()
+    same.outputs([same.op("Cast", fast, to=dtype)], [ctx.val])
+    y = ctx.op("If", bad, then_branch=exact.graph("exact"), else_branch=same.graph("resize"))
+    y.dtype = dtype
+    return y
 
 
 _NEAREST = {
