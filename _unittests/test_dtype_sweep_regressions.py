@@ -55,3 +55,13 @@ def test_nanmedian(dtype):
     x = torch.tensor([[1.0, float("nan"), 3.0, -2.0], [5.0, 4.0, 0.5, 2.0]], dtype=dtype)
     check_model(Fn(lambda x: torch.nanmedian(x, 1)), (x,))
     check_model(Fn(lambda x: torch.median(x, 1)), (x,))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.int64])
+@pytest.mark.parametrize("start, end, steps", [(4.3, 1.2, 4), (4.3, -3.0, 1), (0.0, 4.0, 5)])
+def test_logspace_with_tensor_bounds(dtype, start, end, steps):
+    """PyTorch rounds the bounds to the dtype and computes the rest in double (bfloat16: 20480, not 19968,
+    for 10 ** 4.3 among 4 steps); one step is 10 ** start itself, not rounded."""
+    tol = {"rtol": 1e-3} if dtype == torch.float16 else {}  # one float16 step off near 1849.5
+    check_model(Fn(lambda a, b: torch.logspace(a, b, steps, dtype=dtype)), (torch.tensor(start), torch.tensor(end)),
+                **tol)

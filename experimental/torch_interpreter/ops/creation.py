@@ -185,9 +185,25 @@ def aten_logspace(
     dtype = ctx.out_dtype
     if not any(isinstance(b, ir.Value) for b in (start, end, steps)):
         return ctx.const(torch.logspace(start, end, steps, base, dtype=torch_dtype(dtype)), dtype)
-    exponents = linspace_values(ctx, start, end, steps, dtype)
-    c = DOUBLE if dtype not in FLOAT_TYPES else opmath_dtype(dtype)  # float32 for float16/bfloat16, as PyTorch
-    return ctx.cast(ctx.op("Pow", ctx.const(float(base), c), ctx.cast(exponents, c)), dtype)
+    return ctx.cast(ctx.op("Pow", ctx.const(float(base), DOUBLE), _logspace_exponents(ctx, start, end, steps)), dtype)
+
+
+def _logspace_exponents(ctx: NodeContext, start: Any, end: Any, steps: int | ir.Value) -> ir.Value:
+    """The exponents as PyTorch's CPU logspace computes them: the bounds rounded to the output type, the
+    step and the exponents in double, the second half (from ``steps // 2``) counted back from the end; one
+    step is the start itself, not rounded."""
+    dtype = ctx.out_dtype
+    exact = ctx.operand(start, DOUBLE)
+    start, end = (ctx.cast(ctx.cast(b, dtype), DOUBLE) for b in (exact, ctx.operand(end, DOUBLE)))
+    n = ctx.operand(steps, DOUBLE)
+    one = ctx.const(1.0, DOUBLE)
+    step = ctx.op("Div", ctx.op("Sub", end, start), ctx.op("Max", ctx.op("Sub", n, one), one))
+    i = ctx.op("Range", ctx.const(0.0, DOUBLE), n, one)
+    low = ctx.op("Add", start, ctx.op("Mul", step, i))
+    high = ctx.op("Sub", end, ctx.op("Mul", step, ctx.op("Sub", ctx.op("Sub", n, one), i)))
+    halfway = ctx.op("Floor", ctx.op("Div", n, ctx.const(2.0, DOUBLE)))
+    exponents = ctx.op("Where", ctx.op("Less", i, halfway), low, high)
+    return ctx.op("Where", ctx.op("Equal", n, one), exact, exponents)
 
 
 @register("aten::eye.default", "aten::eye.m")
