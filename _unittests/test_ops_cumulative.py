@@ -160,3 +160,20 @@ def test_integrals(fn, args):
 )
 def test_gradient(fn):
     check_model(Fn(fn), (torch.randn(4, 6),))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, v: torch.matmul(torch.cummax(x, 0).values, v),
+        lambda x, v: torch.matmul(torch.cummin(x, 0).values, v),
+    ],
+    ids=["cummax", "cummin"],
+)
+def test_cumulative_extremum_then_matrix_vector(fn):
+    """cummax along axis 0 ends in a Transpose; onnxruntime fused it into the MatMul by a 1-D vector
+    (FusedMatMul transA=1) and got every element wrong (fuzz seed 9966): the vector is a [k, 1] column."""
+    from helpers import check_dynamic
+
+    v = torch.randn(5)
+    check_dynamic(Fn(lambda x: fn(x, v)), torch.randn(7, 5))
