@@ -300,3 +300,16 @@ def test_explicit_mutate():
 
     onx = check_model(_cl(fn), (_x(3, 4),), registry=registry)
     assert op_types(onx).count("ScatterElements") == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_copy_into_an_empty_slice_broadcasts_to_it(dtype):
+    """fuzz seed 9613: ``copy_`` of a (1,) tensor into an empty (0,) one; onnxruntime's optimizer dropped the
+    Expand of 1 to 0 and the model returned shape (1,)."""
+
+    def fn(x):
+        y = (x <= 1.5)[1:].clone()
+        y.copy_(x.abs())
+        return y, torch.zeros(0, 3, dtype=dtype).copy_(x.unsqueeze(1))
+
+    check_model(Fn(fn), (torch.tensor([0.7], dtype=dtype),))

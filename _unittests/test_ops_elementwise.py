@@ -326,3 +326,11 @@ def test_dynamic_int():
         return x // 3 + x % 3, torch.div(x, -2, rounding_mode="trunc"), x.float() / 2, (x & 6) ^ 3
 
     check_dynamic(fn, rand(3, 4, dtype=I64, low=-20, high=20), other=rand(5, 4, dtype=I64, low=-20, high=20))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_floor_divide_signed_zero(dtype):
+    # fuzz seed 7660: a zero quotient takes the sign of a / b (copysign(0, a / b)), seen through reciprocal
+    a = torch.tensor([-0.5, 0.5, -0.5, 0.5, -0.0, 0.0, 0.0, 3.0], dtype=dtype)
+    b = torch.tensor([-2.0, 2.0, 2.0, -2.0, 1.0, -1.0, 1.0, 4.0], dtype=dtype)
+    check_model(Fn(lambda a, b: torch.reciprocal(torch.floor_divide(a, b))), (a, b))

@@ -104,8 +104,14 @@ def _floor_divide(ctx: NodeContext, a: Scalar, b: Scalar, dtype: ir.DataType) ->
     mod = ctx.op("Mod", a, b, fmod=1)
     q = ctx.op("Round", ctx.op("Div", ctx.op("Sub", a, mod), b))
     q = ctx.op("Sub", q, ctx.op("Cast", _sign_fix(ctx, mod, b), to=c))
+    # a zero quotient takes the sign of a / b in PyTorch (copysign(0, a / b)): 0 * (a / b) has that sign.
+    # It goes in Where's second branch: onnxruntime's Where turns a -0 of its first branch into +0 (and its
+    # optimizer swaps the branches of a Where on a Not, hence |q| > 0 rather than Not(q == 0)).
+    quotient = ctx.op("Div", a, b)
+    zero = ctx.const(0, c)
+    q = ctx.op("Where", ctx.op("Greater", ctx.op("Abs", q), zero), q, ctx.op("Mul", quotient, zero))
     if not nonzero_b:
-        q = ctx.op("Where", ctx.op("Equal", b, ctx.const(0, c)), ctx.op("Div", a, b), q)
+        q = ctx.op("Where", ctx.op("Equal", b, zero), quotient, q)
     return ctx.cast(q, dtype)
 
 

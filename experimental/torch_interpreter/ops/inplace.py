@@ -16,7 +16,7 @@ import torch
 
 from ..context import NodeContext
 from ..registry import Converter, Registry, default_registry, register
-from ._common import concat_shape, dims_of, same_shape, widen
+from ._common import concat_shape, dims_of, expand_to, same_shape
 
 
 def _like(ctx: NodeContext, value: ir.Value, like: ir.Value) -> ir.Value:
@@ -24,8 +24,8 @@ def _like(ctx: NodeContext, value: ir.Value, like: ir.Value) -> ir.Value:
     value = ctx.cast(value, like.dtype)
     if value.shape is not None and list(value.shape) == list(like.shape):
         return value
-    expanded = ctx.op("Expand", widen(ctx, value, "Expand"), concat_shape(ctx, dims_of(ctx, like)))
-    return ctx.cast(expanded, like.dtype)
+    out = [d if isinstance(d, int) else None for d in like.shape]
+    return ctx.cast(expand_to(ctx, value, concat_shape(ctx, dims_of(ctx, like)), out), like.dtype)
 
 
 @register("aten::copy.default")

@@ -195,12 +195,7 @@ def aten_expand(ctx: NodeContext, self: ir.Value, size: Sequence[int | ir.Value]
         return self
     out = [static_dim(d) for d in ctx.val.shape]
     pieces = [o if o is not None else (1 if isinstance(s, int) and s == -1 else s) for o, s in zip(out, size)]
-    lead = len(out) - ctx.arg_val(0).dim()
-    empty = [i - lead for i, o in enumerate(out) if o == 0 and i >= lead]
-    if empty:  # 1 -> 0 first by a Slice: onnxruntime's optimizer drops an Expand of 1 to 0 (issue 17)
-        zeros = ctx.const([0] * len(empty), INT64)
-        self = ctx.op("Slice", self, zeros, zeros, ctx.const(empty, INT64))
-    return expand_to(ctx, self, concat_shape(ctx, pieces))
+    return expand_to(ctx, self, concat_shape(ctx, pieces), out)  # slices 1 -> 0 first (issue 17)
 
 
 @register("aten::expand_as.default")

@@ -143,7 +143,23 @@ def list_vals(ctx: NodeContext, index: int) -> list[Any]:
     return [n.meta["val"] for n in ctx.node.args[index]]
 
 
-def expand_to(ctx: NodeContext, x: ir.Value, shape: ir.Value) -> ir.Value:
+def expand_to(
+    ctx: NodeContext, x: ir.Value, shape: ir.Value, out: Sequence[int | None] | None = None
+) -> ir.Value:
+    """``Expand(x, shape)``; ``out``: the static dimensions of the result (None where dynamic), by default
+    those of a constant ``shape``.
+
+    onnxruntime's optimizer drops an Expand of 1 to 0 (issue 17) and returns ``x`` unchanged: the axes of
+    ``x`` that ``out`` makes empty are sliced to 0 first.
+    """
+    if out is None and shape.const_value is not None:
+        out = [int(d) for d in shape.const_value.numpy().reshape(-1)]
+    if out is not None and x.shape is not None and len(out) >= len(x.shape):
+        lead = len(out) - len(x.shape)
+        empty = [i - lead for i, o in enumerate(out) if o == 0 and i >= lead and x.shape[i - lead] != 0]
+        if empty:
+            zeros = ctx.const([0] * len(empty), INT64)
+            x = ctx.op("Slice", x, zeros, zeros, ctx.const(empty, INT64))
     return ctx.cast(ctx.op("Expand", widen(ctx, x, "Expand"), shape), x.dtype)
 
 
