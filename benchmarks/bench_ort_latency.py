@@ -9,6 +9,9 @@ as a prefill (an empty past, 128 new tokens) and as one decoding step (a past of
 Writes a reST table included by ``_doc/performance.rst`` and a plot next to it::
 
     python benchmarks/bench_ort_latency.py --models llama,gpt2 --repeat 30
+
+onnxruntime runs with one intra-op thread by default (``--threads``): on a machine other jobs share, its
+threads spinning against them made the timings swing by tens of percent.
 """
 
 from __future__ import annotations
@@ -229,11 +232,17 @@ def interleaved_latency(
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+#: onnxruntime's intra-op threads (``--threads``); 1 keeps the timings steady on a machine shared with other work
+THREADS = {"intra_op": 1}
+
+
 def _sessions(name: str, variants: dict, failed: dict[str, str]) -> dict[str, ort.InferenceSession]:
     sessions = {}
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = THREADS["intra_op"]
     for k, v in variants.items():
         try:
-            sessions[k] = ort.InferenceSession(v[0], ort.SessionOptions(), providers=["CPUExecutionProvider"])
+            sessions[k] = ort.InferenceSession(v[0], options, providers=["CPUExecutionProvider"])
         except Exception as e:  # noqa: BLE001  (a variant onnxruntime refuses is reported, not fatal)
             failed[k] = "onnxruntime refuses the model: " + _reason(e)
             logger.warning("%s %s: %s", name, k, failed[k])
@@ -381,14 +390,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="llama,gpt2", help=f"comma separated, among {','.join(MODELS)}")
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (0: its default)")
     parser.add_argument("--out", default=os.path.join(DOC, "performance_table.inc"), help="the .rst table")
     parser.add_argument("--plot", default=os.path.join(DOC, "performance_latency.png"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logger.setLevel(logging.INFO)
+    THREADS["intra_op"] = args.threads
     rows = []
     for name in args.models.split(","):
-        for row in bench(name, args.repeat):
+        try:
+            model_rows = bench(name, args.repeat)
+        except Exception as e:  # noqa: BLE001  (one model failing is a row of the table, the others still run)
+            logger.exception("%s fails", name)
+            model_rows = [_row(name, "no cache", {}, {}, {"to_onnx": "the benchmark fails: " + _reason(e)})]
+        for row in model_rows:
             logger.info(
                 "%s, %s: latency %s ms, nodes %s, export %s s",
                 name,
@@ -398,7 +414,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 {k: round(v, 2) for k, v in row["export_s"].items()},
             )
             rows.append(row)
-    command = f"python benchmarks/bench_ort_latency.py --models {args.models} --repeat {args.repeat}"
+    command = (
+        f"python benchmarks/bench_ort_latency.py --models {args.models} --repeat {args.repeat} --threads {args.threads}"
+    )
     write_table(rows, args.out, command)
     write_plot(rows, args.plot)
     return rows
