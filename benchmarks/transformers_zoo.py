@@ -19,6 +19,7 @@ cannot be built from their shrunk config or fail eagerly are ``skip`` and count 
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import inspect
 import json
@@ -47,7 +48,13 @@ TASKS = {
     "masked-lm": "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
     "seq2seq": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
     "image-classification": "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES",
+    # the causal LMs again, one decode step after a prefill: past keys and values as inputs (use_cache=True)
+    "causal-lm-cache": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
 }
+
+#: the cache layers flattened into plain key/value tensors (patches/transformers_caches.py); a model whose
+#: cache holds other layers (Mamba states, ...) is not exported with a cache here
+CACHE_LAYERS = ("DynamicLayer", "DynamicSlidingWindowLayer")
 
 #: the generic shrink: set wherever the config class takes the argument
 GENERIC = {
@@ -123,7 +130,10 @@ def build(task: str, model_type: str, class_name: str) -> Any:
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    config = shrink(type(CONFIG_MAPPING[model_type]()), OVERRIDES.get(f"{task}:{model_type}"))
+    overrides = dict(OVERRIDES.get(f"{task.replace('-cache', '')}:{model_type}", {}))
+    if task == "causal-lm-cache":
+        overrides["use_cache"] = True
+    config = shrink(type(CONFIG_MAPPING[model_type]()), overrides)
     model = getattr(transformers, class_name)(config).eval()
     _break_ties(model)
     return model
@@ -157,7 +167,42 @@ def inputs(task: str, model: Any, batch: int, seq: int) -> dict[str, Any]:
     feeds["attention_mask"][0, : seq // 3] = 0  # left padding on the first row
     if task == "seq2seq":
         feeds["decoder_input_ids"] = torch.randint(3, vocab, (batch, seq - 2), generator=gen)
+    if task == "causal-lm-cache":  # the prefill of ``seq`` tokens gives the cache, then ``new`` tokens
+        new = 2 if batch == 2 else 1  # the export example needs 2 (sdpa branches on a length of 1)
+        with torch.no_grad():
+            cache = model(**feeds, use_cache=True).past_key_values
+        layers = [type(layer).__name__ for layer in getattr(cache, "layers", [None])]
+        if type(cache).__name__ != "DynamicCache" or any(name not in CACHE_LAYERS for name in layers):
+            raise NotImplementedError(f"cache {type(cache).__name__} of {sorted(set(layers))}: not a key/value cache")
+        mask = torch.cat([feeds["attention_mask"], torch.ones(batch, new, dtype=torch.int64)], dim=1)
+        return {"input_ids": torch.randint(3, vocab, (batch, new), generator=gen), "attention_mask": mask,
+                _cache_name(model): cache}
     return feeds
+
+
+def _cache_name(model: Any) -> str:
+    """``cache`` (transformers >= 5.x) or ``past_key_values``, as ``forward`` names it."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _cache_dims(feeds: dict[str, Any]) -> dict[str, Any]:
+    """Dynamic batch, new tokens, total length and past length for the cache task."""
+    dims: dict[str, Any] = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "total"}}
+    for name in ("cache", "past_key_values"):
+        if name in feeds:
+            dims[name] = [{0: "batch", 2: "past"} for layer in feeds[name].layers for _ in (0, 1)]
+    return dims
+
+
+def _flat(feeds: dict[str, Any]) -> list[Any]:
+    """The feeds as onnxruntime takes them, in order: tensors, then each cache's keys and values."""
+    out = []
+    for value in feeds.values():
+        if hasattr(value, "layers"):
+            out += [t for layer in value.layers for t in (layer.keys, layer.values)]
+        else:
+            out.append(value)
+    return out
 
 
 # -- one (architecture, exporter), in a subprocess ---------------------------------------------------------------
@@ -198,21 +243,22 @@ def run_one(task: str, model_type: str, class_name: str, exporter: str) -> dict[
     try:
         model = build(task, model_type, class_name)
         sets = [inputs(task, model, 2, 8), inputs(task, model, 3, 13)]
-        with torch.no_grad():
-            expected = [_logits(model(**s)).detach().float().numpy() for s in sets]
+        with torch.no_grad():  # on copies: the eager run appends to the cache
+            expected = [_logits(model(**copy.deepcopy(s))).detach().float().numpy() for s in sets]
     except Exception as e:  # the architecture itself: not counted for either exporter
         return {**row, "status": "skip", "error": _first_line(e)}
-    dims = {k: DIM_NAMES[k] for k in sets[0]}
+    dims = _cache_dims(sets[0]) if task == "causal-lm-cache" else {k: DIM_NAMES[k] for k in sets[0]}
     begin = time.perf_counter()
     try:
         if exporter == "to_onnx":
             from experimental.torch_interpreter import to_onnx
 
             # custom autograd.Function (Bloom's GeLU) inlined: standard ONNX that plain onnxruntime runs
-            onx = to_onnx(model, (), dict(sets[0]), dynamic_shapes=dims, autograd_functions="inline")
+            onx = to_onnx(model, (), copy.deepcopy(sets[0]), dynamic_shapes=dims, autograd_functions="inline")
         else:
-            program = torch.onnx.export(model, (), kwargs=dict(sets[0]), dynamic_shapes=dims, dynamo=True,
-                                        verbose=False)
+            with _cache_pytree(task):  # the cache classes as pytree nodes, as to_onnx registers them
+                program = torch.onnx.export(model, (), kwargs=copy.deepcopy(sets[0]), dynamic_shapes=dims,
+                                            dynamo=True, verbose=False)
             onx = program.model_proto
     except Exception as e:
         return {**row, "status": "export", "error": _first_line(e), "time": time.perf_counter() - begin}
@@ -225,7 +271,11 @@ def run_one(task: str, model_type: str, class_name: str, exporter: str) -> dict[
         index = outputs.index("logits") if "logits" in outputs else 0
         diffs = []
         for feeds, exp in zip(sets, expected):
-            got = sess.run(None, {n: feeds[n].numpy() for n in names if n in feeds})[index]
+            if task == "causal-lm-cache":  # by position: the exporters name the cache tensors differently
+                ort_feeds = {n: t.numpy() for n, t in zip(names, _flat(feeds))}
+            else:
+                ort_feeds = {n: feeds[n].numpy() for n in names if n in feeds}
+            got = sess.run(None, ort_feeds)[index]
             if got.shape != exp.shape:
                 return {**row, "status": "mismatch", "error": f"shape {got.shape} != {exp.shape}"}
             diffs.append(float(np.abs(_attended(feeds, got).astype(np.float64) - _attended(feeds, exp)).max()))
@@ -234,6 +284,27 @@ def run_one(task: str, model_type: str, class_name: str, exporter: str) -> dict[
     row["max_diff"] = max(diffs)
     ok = all(d <= 1e-3 for d in diffs)  # float32, random weights, two layers
     return {**row, "status": "ok" if ok else "mismatch", "error": "" if ok else f"max abs diff {max(diffs):.3g}"}
+
+
+def _cache_pytree(task: str) -> Any:
+    """For ``torch.onnx.export`` on the cache task: the transformers cache classes registered as pytree nodes
+    (``bypass_export_some_errors(patch_transformers=True)`` minus the loop rewrites, which are to_onnx's)."""
+    import contextlib
+
+    if task != "causal-lm-cache":
+        return contextlib.nullcontext()
+    from experimental.torch_interpreter.patches import ALL_PATCHES
+
+    @contextlib.contextmanager
+    def registered() -> Any:
+        undo = [p.apply() for p in ALL_PATCHES if p.name.endswith("Cache as pytree") and p.needed()]
+        try:
+            yield
+        finally:
+            for u in reversed(undo):
+                u()
+
+    return registered()
 
 
 def _subprocess(task: str, arch: str, cls: str, exporter: str, timeout: float) -> dict[str, Any]:
@@ -297,6 +368,16 @@ def render(results: dict[str, Any], rst: str = RST, png: str | None = PNG) -> st
         total = sum(c.values())
         summary.append(f"{exporter}: {c.get('ok', 0)} ok / {total} built and run eagerly "
                        f"({', '.join(f'{k} {v}' for k, v in sorted(c.items()) if k != 'ok') or 'no failure'})")
+    per_task = []
+    for task in TASKS:
+        tried = [a for a in archs if a[0] == task]
+        if not tried:
+            continue
+        ok = {e: sum(by[(*a, e)]["status"] == "ok" for a in built if a[0] == task) for e in exporters}
+        n = sum(a[0] == task for a in built)
+        per_task.append(f"{task}: {len(tried)} tried, {n} build and run eagerly; to_onnx {ok['to_onnx']} ok"
+                        f" ({100 * ok['to_onnx'] / max(n, 1):.1f}%), dynamo {ok['dynamo']} ok"
+                        f" ({100 * ok['dynamo'] / max(n, 1):.1f}%)")
     lines = [
         ".. generated by benchmarks/transformers_zoo.py, do not edit",
         "",
@@ -310,8 +391,14 @@ def render(results: dict[str, Any], rst: str = RST, png: str | None = PNG) -> st
         "compared with eager PyTorch on two input sets (batch 2 x 8 tokens, batch 3 x 13 tokens; images: batch 2",
         "and 3), ``use_cache=False``; ``to_onnx`` with ``autograd_functions=\"inline\"`` (standard ONNX, no",
         "``PythonOp``), both run by plain onnxruntime. ``ok`` means both sets match within 1e-3 (logits of attended",
-        "tokens: the first row is left-padded, and outputs at padding positions are not defined). Generated by (the",
-        "later runs replace the rows of the architectures they cover)::",
+        "tokens: the first row is left-padded, and outputs at padding positions are not defined). Task",
+        "``causal-lm-cache``: the causal LMs with ``use_cache=True``, one decode step after a prefill: eager PyTorch",
+        "fills the cache from the 8 (13) tokens, the exported model takes 2 (then 1) new tokens, the attention mask",
+        "over past and new tokens and the cache's keys and values (dynamic batch, new tokens, past length), its",
+        "logits compared; models whose cache holds other layers than keys and values (Mamba states) are ``skip``;",
+        "``torch.onnx.export`` gets the cache classes registered as pytree nodes as ``to_onnx`` does.",
+        "Architectures that do not appear in a task were not swept. Generated by (the later runs replace the rows",
+        "of the architectures they cover)::",
         "",
         *[f"    {c}" for c in results.get("commands", ["python benchmarks/transformers_zoo.py"])],
         "",
@@ -320,6 +407,10 @@ def render(results: dict[str, Any], rst: str = RST, png: str | None = PNG) -> st
         f"{len(archs)} architectures tried, {len(built)} build and run eagerly:",
         "",
         *[f"* {s}" for s in summary],
+        "",
+        "Per task:",
+        "",
+        *[f"* {s}" for s in per_task],
         "",
         f"Architectures that do not build from the shrunk config or fail eagerly ({len(archs) - len(built)}) are",
         "listed with ``skip``. Times are export + translation, in seconds, on a shared 2-core machine.",
@@ -350,7 +441,7 @@ def render(results: dict[str, Any], rst: str = RST, png: str | None = PNG) -> st
         f.write("\n".join(lines))
     if png:
         _plot(counts, counted, png)
-    return "\n".join(summary)
+    return "\n".join(summary + per_task)
 
 
 def _plot(counts: dict[str, dict[str, int]], rows: list[dict[str, Any]], png: str) -> None:
