@@ -203,7 +203,17 @@ def write_rst(path: str, rows: list[dict], tot: dict, official: bool, args: argp
     header = ["op", "to_onnx"] + (["official"] if official else []) + ["reason (to_onnx)"]
     lines += [
         "",
-        "Table",
+        "Per dtype",
+        "---------",
+        "",
+        "The same sweep over float16, bfloat16, int32, int64 and bool, every sample of every op, ``to_onnx`` only",
+        "(``benchmarks/opinfo_dtypes.py``, as ``pytest --opinfo-full``).",
+        "",
+        ".. include:: coverage_dtypes.inc",
+    ]
+    lines += [
+        "",
+        "Table (float32)",
         "-----",
         "",
         ".. list-table::",
