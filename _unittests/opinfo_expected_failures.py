@@ -11,7 +11,9 @@ A reason starts with the category of the failure, which the test checks:
 * ``export: ...``: torch.export itself cannot export the sample, not a converter failure;
 * ``not compared: ...``: eager PyTorch fails on the sample, or its outputs are not real tensors.
 
-A listed op that passes fails the test (strict xfail), so the list only shrinks.
+A listed op that passes fails the test (strict xfail), so the list only shrinks. For another dtype than
+float32, the full sweep looks up ``name[dtype]``, then ``name[float32]`` (failures past the first sample
+are mostly the same in every dtype), then ``name``: :func:`reason_for`.
 """
 
 from __future__ import annotations
@@ -162,6 +164,29 @@ EXPECTED_FAILURES: dict[str, str | None] = {
     "inference rejects it",
     "_upsample_bilinear2d_aa[float32]": "mismatch: antialiased downsampling with align_corners or scales that "
     "disagree with the sizes: onnxruntime's Resize weights differ from PyTorch's",
+    # -- the full sweep in other dtypes (benchmarks/opinfo_dtypes.py): ties, and what is left to fix --
+    **{
+        f"{op}[{dtype}]": "by design: the indices of tied values (many ties in float16/bfloat16/int/bool samples): "
+        "PyTorch's unstable sort, topk and kthvalue order ties by their own algorithm, unspecified; the ONNX graph "
+        "puts the lowest index first (values match, stable=True sorts match: test_ops_sort.py)"
+        for op, dtypes in {
+            "sort": ("float16", "bfloat16", "bool"),
+            "argsort": ("float16", "bfloat16", "bool"),
+            "topk": ("bfloat16", "int32", "int64"),
+            "kthvalue": ("int32", "int64"),
+        }.items()
+        for dtype in dtypes
+    },
+    # no SVD sample in float16/bfloat16: every sample passes
+    **{f"{op}[{dtype}]": None for op in ("linalg.norm", "linalg.norm.subgradients_at_zero", "linalg.matrix_norm")
+       for dtype in ("float16", "bfloat16")},
+    "nn.functional.poisson_nll_loss[int32]": "mismatch: integer input 0 with log_input=False gives inf where eager "
+    "adds eps before the logarithm (not fixed yet)",
+    "nn.functional.poisson_nll_loss[int64]": "mismatch: integer input 0 with log_input=False gives inf where eager "
+    "adds eps before the logarithm (not fixed yet)",
+    "nn.functional.cosine_embedding_loss[bool]": "mismatch: bool inputs, one all-False row gives NaN where eager "
+    "gives 0 (not fixed yet)",
+    "grid_sampler_2d[bfloat16]": "mismatch: one bfloat16 sample differs by up to 3.66 from eager (not analysed yet)",
     # -- not ours: torch.export.export fails on the first sample --
     "allclose": "export: returns or branches on a Python bool computed from tensor values (aten.allclose.default)",
     "corrcoef": "export: returns or branches on a Python bool computed from tensor values (aten.equal.default)",
@@ -201,3 +226,15 @@ EXPECTED_FAILURES: dict[str, str | None] = {
     "jiterator_binary_return_by_ref": "not compared: eager PyTorch fails, jiterator needs a CUDA device",
     "jiterator_2inputs_2outputs": "not compared: eager PyTorch fails, jiterator needs a CUDA device",
 }
+
+
+def reason_for(key: str, dtype: str) -> str | None:
+    """The reason listed for OpInfo entry ``key`` in the full sweep of ``dtype`` (None: expected to pass).
+
+    >>> reason_for("cholesky", "float16").startswith("no converter")
+    True
+    """
+    for k in (f"{key}[{dtype}]", f"{key}[float32]"):
+        if k in EXPECTED_FAILURES:
+            return EXPECTED_FAILURES[k]
+    return EXPECTED_FAILURES.get(key)

@@ -16,7 +16,7 @@ import re
 import opinfo_sweep as sweep
 import pytest
 import torch
-from opinfo_expected_failures import EXPECTED_FAILURES, VALUES_NOT_COMPARED
+from opinfo_expected_failures import EXPECTED_FAILURES, VALUES_NOT_COMPARED, reason_for
 
 KEYS = list(sweep.ops_by_key())
 FULL = [
@@ -86,7 +86,7 @@ def test_opinfo_full(key, dtype):
         o["ours"]
         for _, _, _, o in sweep.sweep([key], (getattr(torch, dtype),), None, ("ours",), frozenset(VALUES_NOT_COMPARED))
     ]
-    reason = EXPECTED_FAILURES.get(f"{key}[{dtype}]", EXPECTED_FAILURES.get(key))
+    reason = reason_for(key, dtype)
     check_outcome(f"{key}[{dtype}]", sweep.summarize(outcomes), reason)
 
 
