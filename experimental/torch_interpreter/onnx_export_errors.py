@@ -107,6 +107,12 @@ def bypass_export_some_errors(
        * - CpmAntModel._prepare_attention_mask with arange
          - transformers
          - the same, from a mask built with ``torch.tensor(list(range(seqlen)))``
+       * - Funnel positions as a symbolic progression
+         - transformers
+         - the same, from token positions kept as ``list(range(seq_len))``
+       * - mamba2_chunk_scan cuts its padding for every length (Mamba-2, Bamba, Falcon-H1, Zamba2...)
+         - transformers
+         - other lengths than a multiple of the chunk size: the padded output (``if pad_size > 0`` not traced)
 
     Example::
 
