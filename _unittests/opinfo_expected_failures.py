@@ -180,12 +180,6 @@ EXPECTED_FAILURES: dict[str, str | None] = {
     # no SVD sample in float16/bfloat16: every sample passes
     **{f"{op}[{dtype}]": None for op in ("linalg.norm", "linalg.norm.subgradients_at_zero", "linalg.matrix_norm")
        for dtype in ("float16", "bfloat16")},
-    "nn.functional.poisson_nll_loss[int32]": "mismatch: integer input 0 with log_input=False gives inf where eager "
-    "adds eps before the logarithm (not fixed yet)",
-    "nn.functional.poisson_nll_loss[int64]": "mismatch: integer input 0 with log_input=False gives inf where eager "
-    "adds eps before the logarithm (not fixed yet)",
-    "nn.functional.cosine_embedding_loss[bool]": "mismatch: bool inputs, one all-False row gives NaN where eager "
-    "gives 0 (not fixed yet)",
     "grid_sampler_2d[bfloat16]": "mismatch: one bfloat16 sample differs by up to 3.66 from eager (not analysed yet)",
     # -- not ours: torch.export.export fails on the first sample --
     "allclose": "export: returns or branches on a Python bool computed from tensor values (aten.allclose.default)",

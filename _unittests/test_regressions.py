@@ -711,3 +711,14 @@ def test_interpolate_of_infinities(fn):
     check_model(Fn(fn), (x,))
     other = torch.tensor([[-inf, -inf, 0.5, inf, 7.0, 1.0, -2.0, nan, inf]]).repeat(2, 2, 1)
     check_dynamic(fn, x, dynamic=(0, 2), other=other)
+
+
+def test_optimizer_keeps_tiny_constants():
+    """onnxscript's no-op rules matched constants within 1e-8: ``x + 1e-12`` became ``x`` (``1 / (x + 1e-12)``
+    gave inf at 0) and ``poisson_nll_loss(log_input=False)`` lost its eps (OpInfo dtype sweep, int64)."""
+
+    def fn(x, t):
+        loss = F.poisson_nll_loss(x, t, log_input=False, full=True, reduction="none")
+        return loss, 1 / (x.float() + 1e-12), x.float() * 1.000001, x.float() - 1e-9
+
+    check_model(Fn(fn), (torch.tensor([8, 6, 9, 0, 0]), torch.tensor([3, 1, 4, 2, 3])), rtol=1e-6)

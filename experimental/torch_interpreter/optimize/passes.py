@@ -8,7 +8,9 @@ removed, constants lifted to initializers, duplicated initializers and common su
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -45,11 +47,37 @@ def optimize_generic(model: ir.Model) -> ir.Model:
         >>> [n.op_type for n in optimize_generic(ir.Model(g, ir_version=10)).graph]
         ['Mul', 'Add']
     """
-    onnxscript.optimizer.optimize(model, input_size_limit=FOLD_INPUT_SIZE_LIMIT)
+    with exact_rule_constants():
+        onnxscript.optimizer.optimize(model, input_size_limit=FOLD_INPUT_SIZE_LIMIT)
     register_dangling_constants(model)
     split_constant_of_shape_casts(model)
     repair_empty_reshapes(model)
     return model
+
+
+@contextlib.contextmanager
+def exact_rule_constants() -> Iterator[None]:
+    """Makes the constants of onnxscript's default rewrite rules match exactly while the optimizer runs.
+
+    onnxscript compares a pattern's constant with ``math.isclose(rel_tol=1e-5, abs_tol=1e-8)``: its no-op
+    rules then removed ``x + 1e-8`` as ``x + 0`` (``poisson_nll_loss``'s ``log(x + eps)`` gave ``inf`` for
+    ``x = 0``) and would remove ``x * 1.000001`` as ``x * 1``. The tolerances come back on exit.
+    """
+    import onnxscript.rewriter as rewriter
+    from onnxscript.rewriter._pattern_ir import Constant
+
+    saved = []
+    for rule in rewriter._DEFAULT_REWRITE_RULES:
+        for node in getattr(rule, "_target_pattern", ()) or ():
+            for value in getattr(node, "inputs", ()):
+                if isinstance(value, Constant):
+                    saved.append((value, value._rel_tol, value._abs_tol))
+                    value._rel_tol = value._abs_tol = 0.0
+    try:
+        yield
+    finally:
+        for value, rel, abs_ in saved:
+            value._rel_tol, value._abs_tol = rel, abs_
 
 
 def register_dangling_constants(model: ir.Model) -> int:
