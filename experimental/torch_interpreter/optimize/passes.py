@@ -203,6 +203,9 @@ def repair_empty_reshapes(model: ir.Model) -> int:
     for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
         if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.inputs) < 2:
             continue
+        allowzero = node.attributes.get("allowzero")
+        if allowzero is None or allowzero.as_int() != 1:  # 0 copies the input's size: valid next to -1
+            continue
         target = node.inputs[1].const_value if node.inputs[1] is not None else None
         if target is None:
             continue
