@@ -111,7 +111,7 @@ def run(dtypes: list[str], limit: int | None, ops: str, path: str, resume: bool,
 
 
 def _cell(text: str) -> str:
-    text = text.replace("|", "/").replace("`", "'").replace("*", "\\*").replace("\n", " ")[:220]
+    text = text.replace("|", "/").replace("`", "'").replace("*", "\\*").replace("\n", " ")[:400]
     return text.replace("_", "\\_")
 
 
@@ -165,6 +165,7 @@ def render(data: dict, path: str = INC) -> str:
         ".. list-table::",
         "    :header-rows: 1",
         "    :widths: 28 10 62",
+        "    :class: wide-table",
         "",
         "    * - op\n      - dtype\n      - reason",
     ]
