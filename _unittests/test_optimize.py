@@ -163,6 +163,9 @@ def test_onnxruntime_level_fuses_llama():
     assert all(producers.get(n.input[i]) != "Reshape" for n in attention for i in (1, 2))
     assert ("", "ReduceMax") not in ops and ("", "Equal") not in ops
     assert ("", "ReduceMean") not in ops
+    # rotary embedding on the projections, attention on [batch, seq, hidden]: no head split or merge left
+    assert ops[("", "RotaryEmbedding")] == 4 and ("", "Neg") not in ops and ("", "Transpose") not in ops, ops
+    assert all({a.name: a.i for a in n.attribute}.get("q_num_heads") == 4 for n in attention)
     assert onx.ir_version == 10
     assert {o.domain: o.version for o in onx.opset_import}[""] == 23
 
@@ -284,3 +287,43 @@ def test_onnxruntime_level_with_cache(name):
         )
     assert [o.name for o in onx.graph.output][:3] == ["logits", "present.0.key", "present.0.value"]
     assert collections.Counter(n.op_type for n in onx.graph.node)["Attention"] == 2
+    # the cache goes through Attention's past inputs, the present keys and values are its outputs
+    producers = {out: n.op_type for n in onx.graph.node for out in n.output}
+    assert {producers[o.name] for o in onx.graph.output[1:]} == {"Attention"}
+    assert "Concat" not in {producers.get(i) for n in onx.graph.node if n.op_type == "Attention" for i in n.input}
+
+
+class _Rope(torch.nn.Module):
+    """transformers' rotary embedding on split heads, then attention and merged heads; ``pos`` of batch 1 or B."""
+
+    def forward(self, q, k, v, pos):
+        split = lambda t: t.view(t.shape[0], t.shape[1], 2, 8).transpose(1, 2)  # noqa: E731
+        f = pos[:, :, None].float() * (1.0 / 10000 ** (torch.arange(0, 8, 2).float() / 8))
+        emb = torch.cat((f, f), dim=-1)
+        cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+        rotate = lambda x: torch.cat((-x[..., 4:], x[..., :4]), dim=-1)  # noqa: E731
+        q, k = (split(x) * cos + rotate(split(x)) * sin for x in (q, k))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, split(v), is_causal=True)
+        return y.transpose(1, 2).reshape(y.shape[0], y.shape[2], 16)
+
+
+@pytest.mark.parametrize("pos_batch", [1, 3])
+def test_onnxruntime_level_rotary_and_attention_on_bsd(pos_batch):
+    """Rotary embedding fused into RotaryEmbedding (its caches widened to the batch when the positions have
+    a batch of 1), attention on 3-D tensors; numerics against eager at another batch and length."""
+
+    def inputs(batch, seq, seed):
+        gen = torch.Generator().manual_seed(seed)
+        pos = torch.arange(seq).expand(pos_batch if pos_batch == 1 else batch, seq) + 3
+        return (*(torch.randn(batch, seq, 16, generator=gen) for _ in "qkv"), pos)
+
+    dims = {0: "batch", 1: "seq"}
+    pos_dims = {1: "seq"} if pos_batch == 1 else dims
+    onx = check_model(
+        _Rope(), inputs(3, 5, 0), dynamic_shapes=(dims, dims, dims, pos_dims),
+        more_inputs=[(inputs(2 if pos_batch == 1 else 3, 9, 1), None)], atol=1e-5, optimize="onnxruntime",
+    )
+    ops = collections.Counter(n.op_type for n in onx.graph.node)
+    assert ops["RotaryEmbedding"] == 2 and ops["Attention"] == 1, ops
+    assert not {"Neg", "Slice", "Transpose"} & set(ops), ops
+    assert ("Expand" in ops) == (pos_batch == 1), ops

@@ -10,7 +10,9 @@
   grouped-query heads included, and which returns 0 on the rows a mask hides entirely as PyTorch does), the
   generic level, then fusions into the kernels onnxruntime runs
   (``SimplifiedLayerNormalization``, ``SkipSimplifiedLayerNormalization``, ``SkipLayerNormalization``,
-  ``FastGelu``/``BiasGelu``, ``FusedMatMul``..., ``MultiHeadAttention`` below opset 23) (:mod:`.ort_fusions`);
+  ``FastGelu``/``BiasGelu``, ``FusedMatMul``, ``RotaryEmbedding``..., ``MultiHeadAttention`` below opset 23)
+  (:mod:`.ort_fusions`), and ``Attention`` on ``[batch, sequence, hidden]`` with the cache as its past inputs
+  (:mod:`.attention_bsd`);
   the model needs onnxruntime (or a runtime implementing the ``com.microsoft`` domain).
 
 Metadata (``pkg.torch.fx_node``, ``pkg.torch.source``...) stays on every node that remains; a fused node

@@ -17,49 +17,34 @@ import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 
+from .graph_match import dims, producer, same_dim
+
 logger = logging.getLogger(__name__)
-
-
-def _producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
-    node = value.producer() if value is not None else None
-    return node if node is not None and node.domain in ("", "ai.onnx") and node.op_type == op_type else None
-
-
-def _dims(value: ir.Value) -> list | None:
-    return list(value.shape) if value.shape is not None else None
-
-
-def _same(a: object, b: object) -> bool:
-    """Two dimensions known equal: equal integers, or the same named symbol."""
-    if isinstance(a, int) or isinstance(b, int):
-        return isinstance(a, int) and isinstance(b, int) and a == b
-    name_a, name_b = getattr(a, "value", None), getattr(b, "value", None)
-    return name_a is not None and name_a == name_b
 
 
 def unrepeated_heads(value: ir.Value) -> ir.Value | None:
     """The tensor ``[B, Hkv, S, D]`` whose heads ``value`` repeats (``Unsqueeze(x, 2)``, ``Expand`` to
     ``[B, Hkv, g, S, D]``, ``Reshape`` to ``[B, Hkv * g, S, D]``), or None when ``value`` is not such a
     repetition (every dimension checked from the shapes the translation recorded)."""
-    reshape = _producer(value, "Reshape")
-    expand = _producer(reshape.inputs[0], "Expand") if reshape is not None else None
-    unsqueeze = _producer(expand.inputs[0], "Unsqueeze") if expand is not None else None
+    reshape = producer(value, "Reshape")
+    expand = producer(reshape.inputs[0], "Expand") if reshape is not None else None
+    unsqueeze = producer(expand.inputs[0], "Unsqueeze") if expand is not None else None
     if unsqueeze is None or len(unsqueeze.inputs) != 2 or unsqueeze.inputs[1] is None:
         return None
     source = unsqueeze.inputs[0]
     axes = unsqueeze.inputs[1].const_value
     if source is None or axes is None or [int(a) for a in np.asarray(axes.numpy()).reshape(-1)] not in ([2], [-3]):
         return None
-    src, expanded, out = _dims(source), _dims(expand.outputs[0]), _dims(reshape.outputs[0])
+    src, expanded, out = dims(source), dims(expand.outputs[0]), dims(reshape.outputs[0])
     if src is None or expanded is None or out is None or (len(src), len(expanded), len(out)) != (4, 5, 4):
         return None
     b, hkv, s, d = src
     groups = expanded[2]
     if not (isinstance(hkv, int) and isinstance(groups, int)):
         return None
-    if not all(_same(x, y) for x, y in zip(expanded, [b, hkv, groups, s, d])):
+    if not all(same_dim(x, y) for x, y in zip(expanded, [b, hkv, groups, s, d])):
         return None
-    if not all(_same(x, y) for x, y in zip(out, [b, hkv * groups, s, d])):
+    if not all(same_dim(x, y) for x, y in zip(out, [b, hkv * groups, s, d])):
         return None
     return source
 
@@ -75,9 +60,9 @@ class RepeatedHeadsIntoAttentionPass(InPlacePass):
             if node.op_type != "Attention" or node.domain not in ("", "ai.onnx") or len(node.inputs) < 3:
                 continue
             k, v = unrepeated_heads(node.inputs[1]), unrepeated_heads(node.inputs[2])
-            if k is None or v is None or not _same(node.inputs[1].shape[1], node.inputs[2].shape[1]):
+            if k is None or v is None or not same_dim(node.inputs[1].shape[1], node.inputs[2].shape[1]):
                 continue
-            if not _same(k.shape[1], v.shape[1]):
+            if not same_dim(k.shape[1], v.shape[1]):
                 continue
             node.replace_input_with(1, k)
             node.replace_input_with(2, v)

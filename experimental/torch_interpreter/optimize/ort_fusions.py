@@ -5,10 +5,12 @@ The fusions are onnxscript's (``onnxscript.rewriter.ort_fusions.optimize_for_ort
 (``SkipSimplifiedLayerNormalization``, ``SkipLayerNormalization``), rotary embedding, attention
 (``MultiHeadAttention``/``GroupQueryAttention`` from the softmax(QK^T)V pattern, when the translation is
 below opset 23; from 23 on it is one ONNX ``Attention`` node already, whose repeated grouped-query heads
-:mod:`.attention_heads` removes), GELU (``FastGelu``, ``BiasGelu``), ``FusedMatMul``. Their patterns spell axes the way ``torch.onnx.export`` writes them;
-:class:`CanonicalAxesPass` rewrites ours the same way first, without it no RMSNorm, skip-norm or rotary
-pattern matches the graphs of ``to_onnx``. GELU, and what the fusions leave around attention, are
-rewritten by :mod:`.ort_rewrites`.
+:mod:`.attention_heads` removes), GELU (``FastGelu``, ``BiasGelu``), ``FusedMatMul``. Their patterns spell axes
+the way ``torch.onnx.export`` writes them; :class:`CanonicalAxesPass` rewrites ours the same way first, without it
+no RMSNorm or skip-norm pattern matches the graphs of ``to_onnx``. GELU, and what the fusions leave around
+attention, are rewritten by :mod:`.ort_rewrites`; the rotary embedding, whose ``cos``/``sin`` onnxscript's
+pattern expects spelled otherwise, by :mod:`.rotary` (ONNX ``RotaryEmbedding``, opset 23); then
+:mod:`.attention_bsd` gives ``Attention`` the projections unsplit and the cache as its past inputs.
 
 * ``ReduceMean(x, axes=[-1], noop_with_empty_axes=0)``: the RMSNorm pattern compares the axes and the
   attribute literally, the translation writes the positive axis (``[2]``) and leaves the attribute out;
@@ -20,12 +22,14 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 
+from .attention_bsd import attention_on_bsd
 from .attention_heads import attention_without_repeated_heads
+from .graph_match import int64s
 from .ort_rewrites import rewrite_around_attention, rewrite_before_fusions
+from .rotary import fuse_rotary
 
 logger = logging.getLogger(__name__)
 
@@ -36,22 +40,6 @@ _REDUCE = frozenset(
 
 def _rank(value: ir.Value | None) -> int | None:
     return len(value.shape) if value is not None and value.shape is not None else None
-
-
-def _int64s(graph: ir.Graph, name: str, values: list[int]) -> ir.Value:
-    """A new 1-D INT64 initializer of ``graph`` named after ``name`` (made unique)."""
-    base, i = name, 0
-    while name in graph.initializers:
-        i += 1
-        name = f"{base}_{i}"
-    value = ir.Value(
-        name=name,
-        type=ir.TensorType(ir.DataType.INT64),
-        shape=ir.Shape([len(values)]),
-        const_value=ir.tensor(np.array(values, dtype=np.int64), name=name),
-    )
-    graph.register_initializer(value)
-    return value
 
 
 class CanonicalAxesPass(InPlacePass):
@@ -95,7 +83,7 @@ class CanonicalAxesPass(InPlacePass):
         rank = _rank(node.inputs[0])
         values = [int(a) for a in axes.const_value.numpy().reshape(-1)]
         if rank is not None and any(a >= 0 for a in values):
-            node.replace_input_with(1, _int64s(graph, f"{axes.name}_neg", [a - rank if a >= 0 else a for a in values]))
+            node.replace_input_with(1, int64s(graph, f"{axes.name}_neg", [a - rank if a >= 0 else a for a in values]))
             modified = True
         return modified
 
@@ -109,9 +97,9 @@ class CanonicalAxesPass(InPlacePass):
             return False
         if len(node.inputs) == 3:  # default axes: 0..n-1
             node.resize_inputs(4)
-            node.replace_input_with(3, _int64s(graph, "slice_axes", list(range(n))))
+            node.replace_input_with(3, int64s(graph, "slice_axes", list(range(n))))
         node.resize_inputs(5)
-        node.replace_input_with(4, _int64s(graph, "slice_steps", [1] * n))
+        node.replace_input_with(4, int64s(graph, "slice_steps", [1] * n))
         return True
 
 
@@ -150,6 +138,8 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     counts.update(ours)
     counts.update(rewrite_around_attention(model))
     counts.update(attention_without_repeated_heads(model))
+    counts.update(fuse_rotary(model))
+    counts.update(attention_on_bsd(model))
     model.ir_version = ir_version
     if any(n.domain == "com.microsoft" for n in model.graph.all_nodes()):
         model.opset_imports.setdefault("com.microsoft", 1)

@@ -23,6 +23,8 @@ import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 from onnxscript.rewriter import pattern
 
+from .graph_match import only_used_by, producer
+
 logger = logging.getLogger(__name__)
 
 _SWAP_1_2 = (0, 2, 1, 3)
@@ -33,15 +35,6 @@ def _scalar(value: ir.Value | None) -> float | None:
     if value is None or value.const_value is None or value.const_value.size != 1:
         return None
     return float(np.asarray(value.const_value.numpy()).reshape(-1)[0])
-
-
-def _only_use(value: ir.Value, node: ir.Node) -> bool:
-    return not value.is_graph_output() and [u.node for u in value.uses()] == [node]
-
-
-def _producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
-    node = value.producer() if value is not None else None
-    return node if node is not None and node.domain in ("", "ai.onnx") and node.op_type == op_type else None
 
 
 class WhereBetweenTransposesPass(InPlacePass):
@@ -55,14 +48,14 @@ class WhereBetweenTransposesPass(InPlacePass):
                 continue
             if tuple(outer.attributes.get_ints("perm", ())) != _SWAP_1_2:
                 continue
-            where = _producer(outer.inputs[0], "Where")
-            if where is None or not _only_use(where.outputs[0], outer):
+            where = producer(outer.inputs[0], "Where")
+            if where is None or not only_used_by(where.outputs[0], outer):
                 continue
             cond, a, inner_out = where.inputs
-            inner = _producer(inner_out, "Transpose")
+            inner = producer(inner_out, "Transpose")
             if inner is None or tuple(inner.attributes.get_ints("perm", ())) != _SWAP_1_2:
                 continue
-            if not _only_use(inner_out, where) or _scalar(a) is None:
+            if not only_used_by(inner_out, where) or _scalar(a) is None:
                 continue
             if cond is None or cond.shape is None or len(cond.shape) != 4:
                 continue
@@ -175,7 +168,7 @@ class GuardAfterMergeHeadsPass(InPlacePass):
             if reshape.op_type != "Reshape" or reshape.domain not in ("", "ai.onnx"):
                 continue
             out = reshape.outputs[0]
-            transpose = _producer(reshape.inputs[0], "Transpose")
+            transpose = producer(reshape.inputs[0], "Transpose")
             if out.shape is None or len(out.shape) != 3 or transpose is None:
                 continue
             merged = transpose.outputs[0].shape
@@ -185,8 +178,8 @@ class GuardAfterMergeHeadsPass(InPlacePass):
                 continue
             if tuple(transpose.attributes.get_ints("perm", ())) != _SWAP_1_2:
                 continue
-            where = _producer(transpose.inputs[0], "Where")
-            if where is None or not _only_use(where.outputs[0], transpose) or not _only_use(transpose.outputs[0], reshape):
+            where = producer(transpose.inputs[0], "Where")
+            if where is None or not only_used_by(where.outputs[0], transpose) or not only_used_by(transpose.outputs[0], reshape):
                 continue
             cond, a, x = where.inputs
             if _scalar(a) is None or cond is None or cond.shape is None or len(cond.shape) != 4:
