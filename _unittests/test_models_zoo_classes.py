@@ -304,3 +304,34 @@ def test_zoo_sequence_loop_models(factory, scan):
     meta = {p.key: p.value for p in onx.metadata_props}
     assert "transformers_recurrences" in meta["aten2onnx.capture.strategies"]
     assert any(p.needed() for p in TRANSFORMERS_RECURRENCES)  # undone after the export: applicable again
+
+
+def test_zoo_fsmt_padding_mask_on_values():
+    """FSMT dropped its decoder padding mask `if not padding_mask.any()` (a guard on the input's values, the
+    export failed): patched, one graph serves decoder inputs with and without pad tokens, both as eager."""
+    transformers = pytest.importorskip("transformers")
+    from experimental.torch_interpreter.patches import TRANSFORMERS_RECURRENCES
+
+    cfg = transformers.FSMTConfig(
+        langs=["en", "de"], src_vocab_size=1000, tgt_vocab_size=1000, d_model=32, encoder_layers=1,
+        decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+        decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=1, use_cache=False,
+    )
+    torch.manual_seed(0)
+    model = transformers.FSMTForConditionalGeneration(cfg).eval()
+
+    def feeds(batch, seq, pads):
+        gen = torch.Generator().manual_seed(batch * 100 + seq)
+        decoder = torch.randint(2, 1000, (batch, seq - 2), generator=gen)
+        if pads:
+            decoder[0, -2:] = 1  # right-padded decoder input: the mask hides these keys
+        return {"input_ids": torch.randint(2, 1000, (batch, seq), generator=gen),
+                "attention_mask": torch.ones(batch, seq, dtype=torch.int64), "decoder_input_ids": decoder}
+
+    dynamic = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+               "decoder_input_ids": {0: "batch", 1: "dec"}}
+    onx = check_model(model, (), feeds(2, 7, pads=False), dynamic_shapes=dynamic, atol=1e-4,
+                      more_inputs=[((), feeds(3, 9, pads=True)), ((), feeds(2, 6, pads=False))])
+    meta = {p.key: p.value for p in onx.metadata_props}
+    assert "transformers_recurrences" in meta["aten2onnx.capture.strategies"]
+    assert any(p.needed() for p in TRANSFORMERS_RECURRENCES if p.name.startswith("FSMT"))  # undone after export

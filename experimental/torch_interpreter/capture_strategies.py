@@ -31,7 +31,8 @@ logged and recorded in the ONNX model's ``metadata_props`` (``aten2onnx.capture.
 - ``transformers_recurrences``: for a ``PreTrainedModel``, the Python loops over the sequence of recurrent
   models (Mamba, Falcon-Mamba, Jamba, RWKV, RecurrentGemma; CPM-Ant's mask) are replaced for the export by
   the same computation through ``scan`` (``patches/transformers_recurrences.py``): unrolled, they make the
-  sequence axis static ("Constraints violated").
+  sequence axis static ("Constraints violated"); FSMT's decoder padding mask, dropped on a condition on the
+  input's values, is always kept.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ the same computation where the loop is ``torch._higher_order_ops.scan`` over the
 mask from ``torch.tensor(list(range(seqlen - prompt_length)))``, a Python list of the example's length:
 the patch builds it with ``torch.arange``. Mamba-2 chunk scans (Bamba, Falcon-H1, Zamba2...) cut their
 padding only ``if pad_size > 0``: the patch always cuts. Funnel keeps its token positions as a Python list of the length
-(pooled by slicing): the patch keeps them as an arithmetic progression whose length may be symbolic.
+(pooled by slicing): the patch keeps them as an arithmetic progression whose length may be symbolic. FSMT drops
+its decoder padding mask ``if not padding_mask.any()``, a condition on the input's values (``Could not guard on
+data-dependent expression``): the patch always keeps it (all False, it masks nothing).
 
 The patches replace module attributes (``modeling_mamba.mamba_selective_scan``, ...); they apply only to
 modules already imported (the model's module is imported once the model is built).
@@ -35,6 +37,7 @@ _RWKV_MODULE = "transformers.models.rwkv.modeling_rwkv"
 _GEMMA_MODULE = "transformers.models.recurrent_gemma.modeling_recurrent_gemma"
 _CPMANT_MODULE = "transformers.models.cpmant.modeling_cpmant"
 _FUNNEL_MODULE = "transformers.models.funnel.modeling_funnel"
+_FSMT_MODULE = "transformers.models.fsmt.modeling_fsmt"
 _MAMBA2_MODULES = tuple(
     f"transformers.models.{m}.modeling_{m}"
     for m in ("mamba2", "bamba", "falcon_h1", "granitemoehybrid", "nemotron_h", "zamba2")
@@ -200,6 +203,16 @@ def cpmant_prepare_attention_mask(
     mask_1d = positions[None, :].repeat(batch, 1) < length[:, None]
     mask_1d = torch.cat((torch.ones(batch, self.prompt_length, device=device).bool(), mask_1d), dim=1)
     return mask_1d.view(batch, seqlen, 1) & mask_1d.view(batch, 1, seqlen) & attention_mask
+
+
+def fsmt_make_padding_mask(input_ids: torch.Tensor, padding_idx: int = 1) -> torch.Tensor:
+    """``modeling_fsmt.make_padding_mask`` without ``if not padding_mask.any(): padding_mask = None``: the mask
+    is its only reader's ``masked_fill`` argument, an all-False mask changes nothing there.
+
+    >>> fsmt_make_padding_mask(torch.tensor([[5, 1, 7]])).tolist(), fsmt_make_padding_mask(torch.tensor([[5]])).tolist()
+    ([[False, True, False]], [[False]])
+    """
+    return input_ids.eq(padding_idx)
 
 
 def mamba2_chunk_scan_cut(original: Callable, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
@@ -424,5 +437,14 @@ PATCHES = [
         versions="transformers 5.x",
         needed=lambda: _needed(_CPMANT_MODULE, "_prepare_attention_mask", "CpmAntModel"),
         apply=lambda: _replace(_CPMANT_MODULE, "_prepare_attention_mask", cpmant_prepare_attention_mask, "CpmAntModel"),
+    ),
+    Patch(
+        name="FSMT decoder padding mask kept when empty",
+        group="transformers",
+        replaces="modeling_fsmt.make_padding_mask",
+        fixes="`Could not guard on data-dependent expression Eq(u0, 1)`: `if not padding_mask.any()` on the input's values",
+        versions="transformers 5.x",
+        needed=lambda: _needed(_FSMT_MODULE, "make_padding_mask"),
+        apply=lambda: _replace(_FSMT_MODULE, "make_padding_mask", fsmt_make_padding_mask),
     ),
 ]
