@@ -113,6 +113,9 @@ def bypass_export_some_errors(
        * - mamba2_chunk_scan cuts its padding for every length (Mamba-2, Bamba, Falcon-H1, Zamba2...)
          - transformers
          - other lengths than a multiple of the chunk size: the padded output (``if pad_size > 0`` not traced)
+       * - FSMT decoder padding mask kept when empty
+         - transformers
+         - ``Could not guard on data-dependent expression``: ``if not padding_mask.any()`` on the input's values
 
     Example::
 
