@@ -89,7 +89,8 @@ class RotaryPass(InPlacePass):
     @staticmethod
     def _match(add: ir.Node) -> tuple[ir.Value, ir.Value] | None:
         muls = [producer(v, "Mul") for v in add.inputs]
-        if len(muls) != 2 or None in muls:
+        out = dims(add.outputs[0])
+        if len(muls) != 2 or None in muls or out is None or len(out) != 4:
             return None
         for direct, rotated in (muls, muls[::-1]):
             for i in (0, 1):
@@ -108,7 +109,7 @@ class RotaryPass(InPlacePass):
                         continue
                     if not same_dim(fshape[1], shape[2]) or not (fshape[0] == 1 or same_dim(fshape[0], shape[0])):
                         continue
-                    if not same_dim(dims(add.outputs[0])[3] if dims(add.outputs[0]) else None, shape[3]):
+                    if not same_dim(out[3], shape[3]):
                         continue
                     return x, f
         return None
