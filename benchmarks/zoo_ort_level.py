@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default="causal-lm,causal-lm-cache")
     parser.add_argument("--archs", default="", help="comma separated (empty: every one to_onnx converted)")
     args = parser.parse_args(argv)
-    rows = json.load(open(os.path.join(os.path.dirname(__file__), "zoo_results.json")))["rows"]
+    with open(os.path.join(os.path.dirname(__file__), "zoo_results.json")) as f:
+        rows = json.load(f)["rows"]
     export = interpreter.to_onnx
     # run_one imports to_onnx from the package when it runs: the level is set there
     interpreter.to_onnx = lambda *a, **k: export(*a, **{**k, "optimize": "onnxruntime"})

@@ -18,7 +18,7 @@ import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 
-from .graph_match import dims, int64s, producer, same_dim
+from .graph_match import dims, int64s, producer, same_dim, typed
 
 _SWAP = [0, 2, 1, 3]
 
@@ -153,8 +153,7 @@ class AttentionOnBsdPass(InPlacePass):
 
 def _rope_on_bsd(x: ir.Value, rope: ir.Node, heads: int, new_nodes: list[ir.Node]) -> ir.Value:
     """``RotaryEmbedding(x, cos, sin, num_heads=heads)`` on the 3-D ``x`` (the same rotation per head)."""
-    node = ir.node("RotaryEmbedding", [x, *rope.inputs[1:]], attributes={**rope.attributes, "num_heads": heads})
-    node.outputs[0].type, node.outputs[0].shape = x.type, x.shape
+    node = typed(ir.node("RotaryEmbedding", [x, *rope.inputs[1:]], attributes={**rope.attributes, "num_heads": heads}), x)
     node.metadata_props.update(rope.metadata_props)
     new_nodes.append(node)
     return node.outputs[0]

@@ -11,6 +11,8 @@ their batch equal to the input's, they are expanded when ``f`` has a batch of 1.
 
 from __future__ import annotations
 
+import itertools
+
 import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 from onnx_ir.passes.common import RemoveUnusedNodesPass
@@ -92,26 +94,22 @@ class RotaryPass(InPlacePass):
         out = dims(add.outputs[0])
         if len(muls) != 2 or None in muls or out is None or len(out) != 4:
             return None
-        for direct, rotated in (muls, muls[::-1]):
-            for i in (0, 1):
-                x, cos4 = direct.inputs[i], direct.inputs[1 - i]
-                shape = dims(x)
-                if x is None or x.dtype != ir.DataType.FLOAT or shape is None or len(shape) != 4:
-                    continue
-                if not isinstance(shape[3], int) or shape[3] % 2:
-                    continue
-                for j in (0, 1):
-                    if not _half_slices(rotated.inputs[j], x, shape[3] // 2):
-                        continue
-                    f = _frequencies(cos4, rotated.inputs[1 - j])
-                    fshape = dims(f)
-                    if fshape is None or len(fshape) != 3 or not same_dim(fshape[2], shape[3] // 2):
-                        continue
-                    if not same_dim(fshape[1], shape[2]) or not (fshape[0] == 1 or same_dim(fshape[0], shape[0])):
-                        continue
-                    if not same_dim(out[3], shape[3]):
-                        continue
-                    return x, f
+        # which Mul holds x * cos, which operand of each is x (cos) and rotate_half(x) (sin)
+        for (direct, rotated), i, j in itertools.product((muls, muls[::-1]), (0, 1), (0, 1)):
+            x, shape = direct.inputs[i], dims(direct.inputs[i])
+            if x is None or x.dtype != ir.DataType.FLOAT or shape is None or len(shape) != 4:
+                continue
+            if not isinstance(shape[3], int) or shape[3] % 2 or not same_dim(out[3], shape[3]):
+                continue
+            half = shape[3] // 2
+            if not _half_slices(rotated.inputs[j], x, half):
+                continue
+            f = _frequencies(direct.inputs[1 - i], rotated.inputs[1 - j])
+            fshape = dims(f)
+            if fshape is None or len(fshape) != 3 or not same_dim(fshape[2], half):
+                continue
+            if same_dim(fshape[1], shape[2]) and (fshape[0] == 1 or same_dim(fshape[0], shape[0])):
+                return x, f
         return None
 
     @staticmethod
