@@ -181,6 +181,8 @@ def test_onnxruntime_level_fuses_bert():
     ops = collections.Counter(n.op_type for n in onx.graph.node)
     assert ops["SkipLayerNormalization"] >= 4, ops
     assert ops["BiasGelu"] == 2 and "Erf" not in ops, ops  # one per layer, the Linear's bias taken in
+    # projections and attention in one com.microsoft::Attention per layer, the padding mask's index grid gone
+    assert ops["Attention"] == 2 and not {"Split", "GatherND"} & set(ops), ops
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])

@@ -10,7 +10,9 @@ the way ``torch.onnx.export`` writes them; :class:`CanonicalAxesPass` rewrites o
 no RMSNorm or skip-norm pattern matches the graphs of ``to_onnx``. GELU, and what the fusions leave around
 attention, are rewritten by :mod:`.ort_rewrites`; the rotary embedding, whose ``cos``/``sin`` onnxscript's
 pattern expects spelled otherwise, by :mod:`.rotary` (ONNX ``RotaryEmbedding``, opset 23); then
-:mod:`.attention_bsd` gives ``Attention`` the projections unsplit and the cache as its past inputs.
+:mod:`.attention_bsd` gives ``Attention`` the projections unsplit and the cache as its past inputs, and
+:mod:`.packed_projections` packs the query/key/value projections of one input into one ``MatMul``, which
+:mod:`.packed_attention` gives with the attention to ``com.microsoft::Attention`` in an encoder.
 
 * ``ReduceMean(x, axes=[-1], noop_with_empty_axes=0)``: the RMSNorm pattern compares the axes and the
   attribute literally, the translation writes the positive axis (``[2]``) and leaves the attribute out;
@@ -29,6 +31,8 @@ from .attention_bsd import attention_on_bsd
 from .attention_heads import attention_without_repeated_heads
 from .graph_match import int64s
 from .ort_rewrites import rewrite_around_attention, rewrite_before_fusions
+from .packed_attention import attention_on_packed_projections
+from .packed_projections import pack_projections
 from .rotary import fuse_rotary
 
 logger = logging.getLogger(__name__)
@@ -140,6 +144,8 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     counts.update(attention_without_repeated_heads(model))
     counts.update(fuse_rotary(model))
     counts.update(attention_on_bsd(model))
+    counts.update(pack_projections(model))
+    counts.update(attention_on_packed_projections(model))
     model.ir_version = ir_version
     if any(n.domain == "com.microsoft" for n in model.graph.all_nodes()):
         model.opset_imports.setdefault("com.microsoft", 1)

@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 import onnxscript.optimizer
+from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from ..errors import ConversionError
+from .simplify import simplify
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +51,8 @@ def optimize_generic(model: ir.Model) -> ir.Model:
     """
     with exact_rule_constants():
         onnxscript.optimizer.optimize(model, input_size_limit=FOLD_INPUT_SIZE_LIMIT)
+    if simplify(model):
+        RemoveUnusedNodesPass()(model)
     register_dangling_constants(model)
     split_constant_of_shape_casts(model)
     repair_empty_reshapes(model)

@@ -1,0 +1,197 @@
+"""The rewrites of our own in the optimization levels (optimize/simplify.py, optimize/packed_projections.py):
+each one removes nodes only where the computation stays the same; the numbers are compared with eager PyTorch
+on two shapes, and the cases that must stay as they are stay."""
+
+from __future__ import annotations
+
+import collections
+
+import onnx_ir as ir
+import pytest
+import torch
+
+from helpers import Fn, check_model, op_types
+from experimental.torch_interpreter import to_onnx
+
+MASK_DIMS = {0: "batch", 1: "seq"}
+
+
+def _mask(batch, seq):
+    mask = torch.rand(batch, seq, generator=torch.Generator().manual_seed(batch * seq)) > 0.3
+    mask[0, 0] = False
+    return mask
+
+
+def _grid(mask, x):
+    """transformers' padding mask: ``mask[arange(B)[:, None, None, None], arange(T)[None, None, None, :]]``"""
+    b, t = torch.arange(mask.shape[0]), torch.arange(mask.shape[1])
+    return torch.where(mask[b[:, None, None, None], t[None, None, None, :]], x, -x)
+
+
+def _shifted_grid(mask, x):
+    """the same index grid, the positions read backwards: not the mask with unit axes"""
+    b, t = torch.arange(mask.shape[0]), torch.arange(mask.shape[1]).flip(0)
+    return torch.where(mask[b[:, None, None, None], t[None, None, None, :]], x, -x)
+
+
+def _swapped_grid(mask, x):
+    """the grid's axes in the other order: a transposed mask"""
+    b, t = torch.arange(mask.shape[0]), torch.arange(mask.shape[1])
+    return torch.where(mask[b[None, None, None, :], t[:, None, None, None]], x.transpose(0, 3), -x.transpose(0, 3))
+
+
+@pytest.mark.parametrize(("fn", "gathers"), [(_grid, 0), (_shifted_grid, 1), (_swapped_grid, 1)])
+def test_gather_on_index_grid(fn, gathers):
+    def inputs(batch, seq):
+        return _mask(batch, seq), torch.randn(batch, 1, 1, seq)
+
+    onx = check_model(
+        Fn(fn), inputs(2, 5), dynamic_shapes=(MASK_DIMS, {0: "batch", 3: "seq"}), more_inputs=[(inputs(3, 8), None)]
+    )
+    assert op_types(onx).count("GatherND") == gathers, op_types(onx)
+
+
+@pytest.mark.parametrize(("shape", "ands"), [((), 0), ((1, 4), 0), ((2, 3, 4), 1)])
+def test_and_with_all_true(shape, ands):
+    """``ones & x`` is ``x`` unless the ones broadcast ``x`` to a larger shape."""
+    onx = check_model(Fn(lambda x: torch.where(torch.ones(shape, dtype=torch.bool) & (x > 0), x, 2 * x)),
+                      (torch.randn(3, 4),))
+    assert op_types(onx).count("And") == ands, op_types(onx)
+
+
+def test_and_with_a_false_is_kept():
+    ones = torch.ones(4, dtype=torch.bool)
+    ones[1] = False
+    onx = check_model(Fn(lambda x: torch.where(ones & (x > 0), x, 2 * x)), (torch.randn(3, 4),))
+    assert "And" in op_types(onx)
+
+
+def test_scalar_round_trip():
+    """``Reshape(Squeeze(Shape(x)[1:2]), [1])`` is the ``Shape`` slice itself (a size used as a slice end)."""
+
+    def inputs(rows, cols):
+        return (torch.randn(rows, cols),)
+
+    onx = check_model(Fn(lambda x: x.reshape(-1)[: x.shape[1]] * 2), inputs(2, 3), dynamic_shapes=({1: "n"},),
+                      more_inputs=[(inputs(2, 7), None)])
+    assert "Squeeze" not in op_types(onx) and op_types(onx).count("Reshape") == 1, op_types(onx)
+
+
+class _Projections(torch.nn.Module):
+    """Query/key/value projections of one input (grouped-query sizes), with or without biases, optionally a
+    weight another node also reads."""
+
+    def __init__(self, bias: bool, n: int = 3, shared: bool = False):
+        super().__init__()
+        self.linears = torch.nn.ModuleList(torch.nn.Linear(16, size, bias=bias) for size in (16, 8, 8)[:n])
+        self.shared = shared
+
+    def forward(self, x):
+        outs = [(i + 2) * lin(x) for i, lin in enumerate(self.linears)]
+        if self.shared:
+            outs.append(torch.nn.functional.linear(x * 3, self.linears[0].weight))
+        return tuple(outs)
+
+
+def _projection_inputs(batch, seq):
+    return (torch.randn(batch, seq, 16, generator=torch.Generator().manual_seed(seq)),)
+
+
+@pytest.mark.parametrize(
+    ("bias", "n", "shared", "matmuls", "splits"),
+    [(True, 3, False, 1, 1), (False, 3, False, 1, 1), (True, 2, False, 1, 1), (False, 2, False, 2, 0),
+     (True, 3, True, 3, 1)],
+)
+def test_packed_projections(bias, n, shared, matmuls, splits):
+    """Packed when it removes nodes: with biases from 2 projections on, without from 3; a weight another node
+    reads stays unpacked (it would be stored twice), the others of its group are packed (the third MatMul is
+    that other reader)."""
+    torch.manual_seed(0)
+    onx = check_model(
+        _Projections(bias, n, shared), _projection_inputs(2, 5), dynamic_shapes=({0: "batch", 1: "seq"},),
+        more_inputs=[(_projection_inputs(3, 1), None)], optimize="onnxruntime",
+    )
+    ops = collections.Counter(op_types(onx))
+    assert ops["MatMul"] == matmuls, ops
+    assert ops["Split"] == splits, ops
+
+
+def test_packed_weight_is_lazy():
+    """The packed weight is concatenated when the model is serialized, not before (no copy of the weights in
+    the ``ir.Model`` to_onnx returns)."""
+    model = to_onnx(_Projections(True), _projection_inputs(2, 5), optimize="onnxruntime", as_ir=True)
+    packed = [v for name, v in model.graph.initializers.items() if "packed_weight" in name and "bias" not in name]
+    assert len(packed) == 1 and isinstance(packed[0].const_value, ir.LazyTensor), list(model.graph.initializers)
+    weights = [lin.weight.detach() for lin in _Projections(True).linears]
+    assert packed[0].const_value.shape == ir.Shape([16, sum(w.shape[0] for w in weights)])
+
+
+class _SelfAttention(torch.nn.Module):
+    """An encoder's self-attention: three biased projections, the heads split, ``scaled_dot_product_attention``
+    with the given mask (or causal), the heads merged."""
+
+    def __init__(self, causal: bool = False):
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(16, 16) for _ in range(3))
+        self.causal = causal
+
+    def forward(self, x, mask=None):
+        split = lambda t: t.view(t.shape[0], t.shape[1], 4, 4).transpose(1, 2)  # noqa: E731
+        y = torch.nn.functional.scaled_dot_product_attention(
+            split(self.q(x)), split(self.k(x)), split(self.v(x)), attn_mask=mask, is_causal=self.causal
+        )
+        return y.transpose(1, 2).reshape(x.shape) * 2
+
+
+def _attention_inputs(batch, seq, mask):
+    gen = torch.Generator().manual_seed(batch * seq)
+    x = torch.randn(batch, seq, 16, generator=gen)
+    if mask is None:
+        return (x,)
+    keep = torch.rand(batch, 1, seq, seq, generator=gen) > 0.4
+    keep[0, 0, 1] = False  # a query row that sees no key: 0 in PyTorch
+    if mask == "bool":
+        return x, keep
+    return x, torch.where(keep, 0.0, -3.0)  # an additive mask, no row hidden entirely
+
+
+@pytest.mark.parametrize(
+    ("mask", "causal", "fused"), [("bool", False, True), (None, False, True), ("float", False, False), (None, True, False)]
+)
+def test_packed_attention(mask, causal, fused):
+    """com.microsoft::Attention (projection and attention in one kernel) for a boolean mask or none, rows the
+    mask hides entirely set to 0 as PyTorch does; an additive mask or a causal attention stay ONNX Attention."""
+    torch.manual_seed(0)
+    dims = {0: "batch", 1: "seq"}
+    dynamic = (dims,) if mask is None else (dims, {0: "batch", 2: "seq", 3: "seq"})
+    onx = check_model(
+        _SelfAttention(causal), _attention_inputs(2, 5, mask), dynamic_shapes=dynamic,
+        more_inputs=[(_attention_inputs(3, 8, mask), None)], optimize="onnxruntime", check_onnx=False,
+    )
+    ops = collections.Counter((n.domain, n.op_type) for n in onx.graph.node)
+    assert ops[("com.microsoft", "Attention")] == int(fused) and ops[("", "Attention")] == 1 - int(fused), ops
+    assert ("", "MatMul") not in ops if fused else ops[("", "Split")] == 1, ops
+
+
+def test_bert_sample_without_tokens():
+    """A BERT batch where one sample's attention mask is all zeros: eager PyTorch gives that sample's attention
+    0, so does the onnxruntime level (com.microsoft::Attention and its guard), on two shapes."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                  vocab_size=100, max_position_embeddings=64)
+
+    def inputs(batch, seq):
+        mask = torch.ones(batch, seq, dtype=torch.int64)
+        mask[0] = 0
+        mask[-1, seq // 2 :] = 0
+        ids = torch.randint(0, 100, (batch, seq), generator=torch.Generator().manual_seed(seq))
+        return {"input_ids": ids, "attention_mask": mask}
+
+    dims = {0: "batch", 1: "seq"}
+    onx = check_model(
+        transformers.BertModel(cfg), (), inputs(2, 6), dynamic_shapes={"input_ids": dims, "attention_mask": dims},
+        more_inputs=[((), inputs(3, 9))], optimize="onnxruntime", check_onnx=False, atol=1e-4,
+    )
+    ops = collections.Counter((n.domain, n.op_type) for n in onx.graph.node)
+    assert ops[("com.microsoft", "Attention")] == 2 and ("", "GatherND") not in ops, ops
