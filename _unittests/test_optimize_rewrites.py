@@ -195,3 +195,27 @@ def test_bert_sample_without_tokens():
     )
     ops = collections.Counter((n.domain, n.op_type) for n in onx.graph.node)
     assert ops[("com.microsoft", "Attention")] == 2 and ("", "GatherND") not in ops, ops
+
+
+class _BlockAttention(torch.nn.Module):
+    """Inkling-2's attention over blocks: one learned query per position against two states, the positions as
+    the heads (a symbolic number of heads). onnxscript's attention fusion marks it as its intermediate
+    ``SDPA`` node and cannot make a kernel of it: onnxruntime refused the model."""
+
+    def __init__(self):
+        super().__init__()
+        self.query = torch.nn.Parameter(torch.randn(16))
+
+    def forward(self, states):
+        q = self.query.view(1, 16).expand(*states.shape[:-2], -1, -1)
+        weights = torch.softmax(torch.matmul(q, states.transpose(2, 3)) * 0.25, dim=-1)
+        return torch.matmul(weights, states) * 2
+
+
+def test_no_intermediate_fusion_node_left():
+    torch.manual_seed(0)
+    onx = check_model(
+        _BlockAttention(), (torch.randn(2, 5, 3, 16),), dynamic_shapes=({0: "batch", 1: "seq"},),
+        more_inputs=[((torch.randn(3, 7, 3, 16),), None)], optimize="onnxruntime", check_onnx=False,
+    )
+    assert not [n for n in onx.graph.node if n.domain.startswith("ai.onnxruntime")], op_types(onx)

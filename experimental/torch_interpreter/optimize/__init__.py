@@ -4,15 +4,19 @@
 
 * ``False``: the raw translation, one group of nodes per FX node;
 * ``True`` (default): constant folding, shape-op simplification, common subexpression elimination and unused
-  removal (:mod:`.passes`, built on onnxscript's optimizer and onnx-ir's passes), standard ONNX only;
+  removal (:mod:`.passes`, built on onnxscript's optimizer and onnx-ir's passes), then exact rewrites of our
+  own where onnxscript has none (:mod:`.simplify`: transformers' padding-mask index grid...), standard ONNX
+  only;
 * ``"onnxruntime"``: the translation at opset :data:`ATTENTION_OPSET` at least (:func:`translation_opset`:
   ``scaled_dot_product_attention`` becomes one ONNX ``Attention`` node, which onnxruntime runs as one kernel,
   grouped-query heads included, and which returns 0 on the rows a mask hides entirely as PyTorch does), the
   generic level, then fusions into the kernels onnxruntime runs
   (``SimplifiedLayerNormalization``, ``SkipSimplifiedLayerNormalization``, ``SkipLayerNormalization``,
   ``FastGelu``/``BiasGelu``, ``FusedMatMul``, ``RotaryEmbedding``..., ``MultiHeadAttention`` below opset 23)
-  (:mod:`.ort_fusions`), and ``Attention`` on ``[batch, sequence, hidden]`` with the cache as its past inputs
-  (:mod:`.attention_bsd`);
+  (:mod:`.ort_fusions`), ``Attention`` on ``[batch, sequence, hidden]`` with the cache as its past inputs
+  (:mod:`.attention_bsd`), the query/key/value projections of one input packed into one ``MatMul``
+  (:mod:`.packed_projections`) and, in encoders, given with the attention to ``com.microsoft::Attention``
+  (:mod:`.packed_attention`);
   the model needs onnxruntime (or a runtime implementing the ``com.microsoft`` domain).
 
 Metadata (``pkg.torch.fx_node``, ``pkg.torch.source``...) stays on every node that remains; a fused node

@@ -107,6 +107,62 @@ class CanonicalAxesPass(InPlacePass):
         return True
 
 
+#: the domain of the intermediate nodes of onnxscript's fusions (``SDPA``...), which no runtime implements
+FUSION_DOMAIN = "ai.onnxruntime._fusion"
+
+
+def _fusion_leftovers(model: ir.Model) -> list[str]:
+    return sorted({n.op_type for n in model.graph.all_nodes() if n.domain == FUSION_DOMAIN})
+
+
+def onnxscript_fusions(model: ir.Model) -> dict[str, int]:
+    """onnxscript's ``optimize_for_ort`` on ``model``, in place; returns its counts.
+
+    Its attention fusion first marks ``softmax(QK^T)V`` as an intermediate ``SDPA`` node (domain
+    :data:`FUSION_DOMAIN`), then turns it into a kernel; where it cannot (Inkling-2's attention: a query of one
+    head against keys of two), the node stays and onnxruntime refuses the model. The fusions then run again on
+    the graph as it was, without the attention fusion; if intermediate nodes still stay, without onnxscript's
+    fusions at all (the rewrites of our own still apply).
+
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import to_onnx
+        >>> from experimental.torch_interpreter.optimize.ort_fusions import CanonicalAxesPass, onnxscript_fusions
+        >>> class RMSNorm(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.weight = torch.nn.Parameter(torch.ones(8))
+        ...     def forward(self, x):
+        ...         return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+        >>> m = to_onnx(RMSNorm(), (torch.randn(2, 3, 8),), as_ir=True)
+        >>> _ = CanonicalAxesPass()(m)  # the axes spelled as onnxscript's patterns expect
+        >>> {k: v for k, v in onnxscript_fusions(m).items() if v}, [n.op_type for n in m.graph]
+        ({'rms_normalization': 1}, ['SimplifiedLayerNormalization'])
+    """
+    from onnxscript.rewriter import ort_fusions
+    from onnxscript.rewriter.ort_fusions import _core
+
+    trial, counts = ort_fusions.optimize_for_ort(model.clone())
+    left = _fusion_leftovers(trial)
+    if left and hasattr(_core, "fuse_sdpa"):
+        logger.info("onnxscript's fusions left %s nodes: again without its attention fusion", left)
+        saved = _core.fuse_sdpa
+        _core.fuse_sdpa = lambda *args, **kwargs: 0
+        try:
+            trial, counts = ort_fusions.optimize_for_ort(model.clone())
+        finally:
+            _core.fuse_sdpa = saved
+        left = _fusion_leftovers(trial)
+    if left:
+        logger.warning("onnxscript's ONNX Runtime fusions left %s nodes no runtime runs: not applied", left)
+        return {}
+    model.graph = trial.graph
+    model.functions.clear()
+    model.functions.update(trial.functions)
+    return counts
+
+
 def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     """Fuses ``model`` (already through the generic level) into onnxruntime's kernels, in place.
 
@@ -131,14 +187,12 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
         >>> [n.op_type for n in m.graph]
         ['SimplifiedLayerNormalization']
     """
-    from onnxscript.rewriter import ort_fusions
-
     CanonicalAxesPass()(model)
     ir_version = model.ir_version
     # before onnxscript's fusions: its BiasGelu fusion reads com.microsoft::Gelu, its attention patterns
     # end with the heads merged (Transpose, Reshape) right after softmax(QK^T)V
     ours = rewrite_before_fusions(model)
-    _, counts = ort_fusions.optimize_for_ort(model)
+    counts = onnxscript_fusions(model)
     counts.update(ours)
     counts.update(rewrite_around_attention(model))
     counts.update(attention_without_repeated_heads(model))

@@ -4,6 +4,7 @@ onnxscript's optimizer does the job (a well-kept library, used by ``torch.onnx.e
 (with ONNX shape inference, so ``Shape``/``Slice``/``Concat`` chains on static dimensions fold), its default
 rewrite rules (collapsed slices and reshapes, no-op casts and transposes), unused nodes, functions and opsets
 removed, constants lifted to initializers, duplicated initializers and common subexpressions merged.
+:mod:`.simplify` then removes what onnxscript keeps of a few PyTorch idioms (exact rewrites of our own).
 """
 
 from __future__ import annotations
