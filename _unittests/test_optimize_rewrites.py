@@ -219,3 +219,30 @@ def test_no_intermediate_fusion_node_left():
         more_inputs=[((torch.randn(3, 7, 3, 16),), None)], optimize="onnxruntime", check_onnx=False,
     )
     assert not [n for n in onx.graph.node if n.domain.startswith("ai.onnxruntime")], op_types(onx)
+
+
+class _TimeMajorHead(torch.nn.Module):
+    """XLNet's language-model head: ``[seq, batch, hidden]`` states transposed to ``[batch, seq, hidden]`` into
+    a Linear whose weight is the embedding's (tied: its ``Transpose`` stays a node). onnxscript folds both
+    transposes into ``FusedMatMul(transB=1, transBatchA=1)``, which onnxruntime cannot run with a 2-D weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(1000, 16)
+        self.head = torch.nn.Linear(16, 1000, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids):
+        return self.head(self.embed(ids).permute(1, 0, 2))
+
+
+def test_fused_matmul_batch_transpose_runs():
+    def ids(seq, batch):
+        return (torch.randint(0, 1000, (seq, batch), generator=torch.Generator().manual_seed(seq)),)
+
+    onx = check_model(
+        _TimeMajorHead(), ids(5, 2), dynamic_shapes=({0: "seq", 1: "batch"},), more_inputs=[(ids(7, 3), None)],
+        optimize="onnxruntime", check_onnx=False,
+    )
+    fused = [n for n in onx.graph.node if n.op_type == "FusedMatMul"]
+    assert fused and all(a.i == 0 for n in fused for a in n.attribute if a.name.startswith("transBatch")), fused

@@ -29,6 +29,7 @@ from onnx_ir.passes import InPlacePass, PassResult
 
 from .attention_bsd import attention_on_bsd
 from .attention_heads import attention_without_repeated_heads
+from .fused_matmul import split_batch_transposes
 from .graph_match import int64s
 from .ort_rewrites import rewrite_around_attention, rewrite_before_fusions
 from .packed_attention import attention_on_packed_projections
@@ -193,6 +194,7 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     # end with the heads merged (Transpose, Reshape) right after softmax(QK^T)V
     ours = rewrite_before_fusions(model)
     counts = onnxscript_fusions(model)
+    counts.update(split_batch_transposes(model))
     counts.update(ours)
     counts.update(rewrite_around_attention(model))
     counts.update(attention_without_repeated_heads(model))
