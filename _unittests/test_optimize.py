@@ -153,9 +153,11 @@ def test_onnxruntime_level_fuses_llama():
         atol=1e-4, optimize="onnxruntime", check_onnx=False,  # SimplifiedLayerNormalization: onnxruntime's, in ""
     )
     ops = collections.Counter((n.domain, n.op_type) for n in onx.graph.node)
-    # 2 layers: 2 input norms, the final norm; residual + post-attention norm, residual + next input norm
-    assert ops[("", "SimplifiedLayerNormalization")] + ops[("com.microsoft", "SkipSimplifiedLayerNormalization")] == 5
-    assert ops[("com.microsoft", "SkipSimplifiedLayerNormalization")] == 4
+    # 2 layers: 2 input norms, 2 post-attention norms, the final norm; the residual + norm fusions whose sum is
+    # read again given back as Add + norm (onnxruntime's fused kernel is the slower on its CPU provider,
+    # optimize/skip_norm.py), the final one (its sum read by the norm alone) stays fused
+    assert ops[("", "SimplifiedLayerNormalization")] == 4
+    assert ops[("com.microsoft", "SkipSimplifiedLayerNormalization")] == 1
     assert ops[("", "Attention")] == 2 and ("com.microsoft", "MultiHeadAttention") not in ops
     # no repeat_kv (Unsqueeze, Expand, Reshape) before Attention, no masked-row guard (ReduceMax, Equal, Where)
     producers = {out: n.op_type for n in onx.graph.node for out in n.output}
@@ -214,7 +216,9 @@ def test_onnxruntime_level_fuses_gpt2_tanh_gelu():
     )
     ops = collections.Counter(n.op_type for n in onx.graph.node)
     assert ops["FastGelu"] == 2 and "Tanh" not in ops, ops
-    assert ops["Attention"] == 2 and ops["SkipLayerNormalization"] == 4, ops
+    # pre-norm: the residual sums read again stay Add + LayerNormalization (onnxruntime's SkipLayerNormalization
+    # is the slower on its CPU provider), the last one (read by ln_f alone) stays fused
+    assert ops["Attention"] == 2 and ops["SkipLayerNormalization"] == 1 and ops["LayerNormalization"] == 4, ops
 
 
 def test_optimize_false_is_the_translation():

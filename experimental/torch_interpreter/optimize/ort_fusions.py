@@ -35,6 +35,7 @@ from .ort_rewrites import rewrite_around_attention, rewrite_before_fusions
 from .packed_attention import attention_on_packed_projections
 from .packed_projections import pack_projections
 from .rotary import fuse_rotary
+from .skip_norm import unfuse_skip_norms
 
 logger = logging.getLogger(__name__)
 
@@ -195,6 +196,7 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     ours = rewrite_before_fusions(model)
     counts = onnxscript_fusions(model)
     counts.update(split_batch_transposes(model))
+    counts.update(unfuse_skip_norms(model))
     counts.update(ours)
     counts.update(rewrite_around_attention(model))
     counts.update(attention_without_repeated_heads(model))
