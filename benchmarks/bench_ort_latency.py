@@ -9,6 +9,7 @@ as a prefill (an empty past, 128 new tokens) and as one decoding step (a past of
 Writes a reST table included by ``_doc/performance.rst`` and a plot next to it::
 
     python benchmarks/bench_ort_latency.py --models llama,gpt2 --repeat 30
+    python benchmarks/bench_ort_latency.py --models gpt2 --repeat 30 --merge  # one model again, the others kept
 
 onnxruntime runs with one intra-op thread by default (``--threads``): on a machine other jobs share, its
 threads spinning against them made the timings swing by tens of percent.
@@ -384,7 +385,8 @@ def write_plot(rows: list[dict], path: str) -> None:
     ax[0].axhline(0.8, color="gray", linewidth=0.8, linestyle="--")
     ax[0].set_xticks(x + 0.2, [f"{r['model']}\n{r['case'].split(' (')[0]}" for r in rows], fontsize=7)
     ax[0].set_title("ORT CPU latency ratio (median, lower is better; 0 = n/a)")
-    ax[0].legend(fontsize=8)
+    ax[0].set_ylim(0, 1.2)  # room for the legend above the bars
+    ax[0].legend(fontsize=8, ncol=2, loc="upper center")
     plain = [r for r in rows if r["case"] == "no cache"]
     x = np.arange(len(plain))
     width = 0.8 / len(VARIANTS)
@@ -397,6 +399,20 @@ def write_plot(rows: list[dict], path: str) -> None:
     fig.savefig(path, dpi=90)
 
 
+def _merge(stored: list[dict], new: list[dict]) -> list[dict]:
+    """``stored`` with the rows of each model ``new`` has replaced by those, in place of the first one."""
+    fresh: dict[str, list[dict]] = {}
+    for row in new:
+        fresh.setdefault(row["model"], []).append(row)
+    merged: list[dict] = []
+    for row in stored:
+        if row["model"] not in fresh:
+            merged.append(row)
+        elif not any(r["model"] == row["model"] for r in merged):
+            merged.extend(fresh[row["model"]])
+    return merged + [r for name, rows in fresh.items() if not any(m["model"] == name for m in stored) for r in rows]
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="llama,gpt2", help=f"comma separated, among {','.join(MODELS)}")
@@ -405,6 +421,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--out", default=os.path.join(DOC, "performance_table.inc"), help="the .rst table")
     parser.add_argument("--plot", default=os.path.join(DOC, "performance_latency.png"))
     parser.add_argument("--render-only", action="store_true", help=f"table and plot from {os.path.basename(RESULTS)}")
+    parser.add_argument("--merge", action="store_true",
+                        help=f"keep the rows of {os.path.basename(RESULTS)} for the models not in --models")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logger.setLevel(logging.INFO)
@@ -435,6 +453,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     command = (
         f"python benchmarks/bench_ort_latency.py --models {args.models} --repeat {args.repeat} --threads {args.threads}"
     )
+    if args.merge and os.path.exists(RESULTS):
+        with open(RESULTS) as f:
+            stored = json.load(f)
+        rows = _merge(stored["rows"], rows)
+        command = f"{stored['command']}; then {command} --merge"
     with open(RESULTS, "w") as f:
         json.dump({"command": command, "onnxruntime": ort.__version__, "torch": torch.__version__, "rows": rows}, f, indent=1)
     write_table(rows, args.out, command)

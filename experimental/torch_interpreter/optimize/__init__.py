@@ -16,7 +16,8 @@
   (:mod:`.ort_fusions`), ``Attention`` on ``[batch, sequence, hidden]`` with the cache as its past inputs
   (:mod:`.attention_bsd`), the query/key/value projections of one input packed into one ``MatMul``
   (:mod:`.packed_projections`) and, in encoders, given with the attention to ``com.microsoft::Attention``
-  (:mod:`.packed_attention`);
+  (:mod:`.packed_attention`); a residual + norm fusion whose CPU kernel is the slower is given back
+  (:mod:`.skip_norm`);
   the model needs onnxruntime (or a runtime implementing the ``com.microsoft`` domain).
 
 Metadata (``pkg.torch.fx_node``, ``pkg.torch.source``...) stays on every node that remains; a fused node
