@@ -140,9 +140,7 @@ class PackedProjectionsPass(InPlacePass):
         for part, new in zip(parts, split.outputs):
             new.type, new.shape = part["out"].type, part["out"].shape
             part["out"].replace_all_uses_with(new)
-            name = part["out"].name
-            part["out"].name = None
-            new.name = name
+            new.name, part["out"].name = part["out"].name, None
 
 
 def pack_projections(model: ir.Model) -> dict[str, int]:

@@ -41,7 +41,7 @@ def _arange_axis(value: ir.Value, size: object) -> int | None:
         return None
     long = [i for i, d in enumerate(shape) if d != 1]
     if len(long) != 1 or not same_dim(shape[long[0]], size):
-        return long[0] if not long and same_dim(size, 1) else None
+        return None  # a range of one element lies along no axis of its own
     return long[0]
 
 
