@@ -38,20 +38,20 @@ def only_used_by(value: ir.Value, node: ir.Node) -> bool:
     return not value.is_graph_output() and [u.node for u in value.uses()] == [node]
 
 
-def int64s(graph: ir.Graph, name: str, values: list[int]) -> ir.Value:
-    """A new 1-D INT64 initializer of ``graph`` named after ``name`` (made unique)."""
+def initializer(graph: ir.Graph, name: str, tensor: ir.TensorProtocol) -> ir.Value:
+    """A new initializer of ``graph`` holding ``tensor`` (lazy or not), named after ``name`` (made unique)."""
     base, i = name, 0
     while name in graph.initializers:
         i += 1
         name = f"{base}_{i}"
-    value = ir.Value(
-        name=name,
-        type=ir.TensorType(ir.DataType.INT64),
-        shape=ir.Shape([len(values)]),
-        const_value=ir.tensor(np.array(values, dtype=np.int64), name=name),
-    )
+    value = ir.Value(name=name, type=ir.TensorType(tensor.dtype), shape=ir.Shape(tensor.shape), const_value=tensor)
     graph.register_initializer(value)
     return value
+
+
+def int64s(graph: ir.Graph, name: str, values: list[int]) -> ir.Value:
+    """A new 1-D INT64 initializer of ``graph`` named after ``name`` (made unique)."""
+    return initializer(graph, name, ir.tensor(np.array(values, dtype=np.int64)))
 
 
 def typed(node: ir.Node, like: ir.Value | None = None, dtype: ir.DataType | None = None, shape: list | None = None) -> ir.Node:

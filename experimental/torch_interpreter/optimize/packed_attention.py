@@ -19,7 +19,7 @@ import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 
-from .graph_match import dims, int64s, only_used_by, producer, same_dim, typed
+from .graph_match import dims, initializer, int64s, only_used_by, producer, same_dim, typed
 
 #: the attributes of ONNX ``Attention`` this rewrite knows (any other: the node is left alone)
 _KNOWN = frozenset({"q_num_heads", "kv_num_heads", "scale", "is_causal"})
@@ -106,16 +106,13 @@ class PackedAttentionPass(InPlacePass):
         nodes: list[ir.Node] = []
         inputs = [x, weight, bias]
         if mask is not None:
-            bias_value, sees_a_key = PackedAttentionPass._mask_values(graph, mask, x.dtype, masks, nodes)
+            bias_value, sees_a_key, zero = PackedAttentionPass._mask_values(graph, mask, x.dtype, masks, nodes)
             inputs += [None, None, bias_value]
         fused = ir.node("Attention", inputs, attributes=attributes, domain="com.microsoft", name=f"{node.name}_packed")
         typed(fused, out)
         nodes.append(fused)
         result = fused.outputs[0]
         if mask is not None:
-            zero = ir.Value(name=f"{node.name}_zero", type=ir.TensorType(x.dtype), shape=ir.Shape([]),
-                            const_value=ir.tensor(np.array(0, dtype=x.dtype.numpy())))
-            graph.register_initializer(zero)
             guard = typed(ir.node("Where", [sees_a_key, result, zero], name=f"{node.name}_masked_rows"), out)
             nodes.append(guard)
             result = guard.outputs[0]
@@ -128,20 +125,17 @@ class PackedAttentionPass(InPlacePass):
 
     @staticmethod
     def _mask_values(graph: ir.Graph, mask: ir.Value, dtype: ir.DataType, masks: dict,
-                     nodes: list[ir.Node]) -> tuple[ir.Value, ir.Value]:
-        """The additive bias of ``mask`` (0 or the lowest float) and ``[B, S, 1]``: the query row sees a key;
-        made once per mask and type (the nodes, when new, go to ``nodes``)."""
+                     nodes: list[ir.Node]) -> tuple[ir.Value, ir.Value, ir.Value]:
+        """The additive bias of ``mask`` (0 or the lowest float), ``[B, S, 1]``: the query row sees a key, and
+        the 0 of ``dtype``; made once per mask and type (the nodes, when new, go to ``nodes``)."""
         key = (id(mask), dtype)
         if key in masks:
             return masks[key]
         np_type = dtype.numpy()
         zero, lowest = (
-            ir.Value(name=f"{mask.name}_{name}", type=ir.TensorType(dtype), shape=ir.Shape([]),
-                     const_value=ir.tensor(np.array(v, dtype=np_type)))
+            initializer(graph, f"{mask.name}_{name}", ir.tensor(np.array(v, dtype=np_type)))
             for name, v in (("keep", 0), ("hide", np.finfo(np_type).min))
         )
-        for v in (zero, lowest):
-            graph.register_initializer(v)
         shape = dims(mask)
         where = typed(ir.node("Where", [mask, zero, lowest], name=f"{mask.name}_bias"), dtype=dtype, shape=shape)
         seen = typed(ir.node("ReduceMax", [mask, int64s(graph, f"{mask.name}_keys", [3])], attributes={"keepdims": 1},
@@ -149,7 +143,7 @@ class PackedAttentionPass(InPlacePass):
         rows = typed(ir.node("Squeeze", [seen.outputs[0], int64s(graph, f"{mask.name}_heads", [1])]),
                      dtype=ir.DataType.BOOL, shape=[shape[0], shape[2], 1])
         nodes += [where, seen, rows]
-        masks[key] = (where.outputs[0], rows.outputs[0])
+        masks[key] = (where.outputs[0], rows.outputs[0], zero)
         return masks[key]
 
 

@@ -18,7 +18,7 @@ import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 
-from .graph_match import int64s, only_used_by, producer
+from .graph_match import initializer, int64s, only_used_by, producer
 
 
 def _constant_weight(value: ir.Value, matmul: ir.Node) -> tuple[Callable[[], np.ndarray], list[int]] | None:
@@ -68,7 +68,7 @@ def _projection(matmul: ir.Node) -> dict | None:
     return {"node": matmul, "x": x, "weight": weight, "bias": bias, "out": leaving}
 
 
-def _packed(parts: list[dict], dtype: ir.DataType, name: str) -> ir.Value:
+def _packed(parts: list[dict], dtype: ir.DataType) -> ir.LazyTensor:
     """The lazy ``[K, sum N_i]`` weight of ``parts``."""
     getters = [p["weight"][0] for p in parts]
     k = parts[0]["weight"][1][0]
@@ -77,8 +77,7 @@ def _packed(parts: list[dict], dtype: ir.DataType, name: str) -> ir.Value:
     def concat() -> ir.Tensor:
         return ir.tensor(np.concatenate([get() for get in getters], axis=1))
 
-    tensor = ir.LazyTensor(concat, dtype=dtype, shape=ir.Shape([k, total]), name=name)
-    return ir.Value(name=name, type=ir.TensorType(dtype), shape=ir.Shape([k, total]), const_value=tensor)
+    return ir.LazyTensor(concat, dtype=dtype, shape=ir.Shape([k, total]))
 
 
 class PackedProjectionsPass(InPlacePass):
@@ -105,21 +104,13 @@ class PackedProjectionsPass(InPlacePass):
         first = parts[0]["node"]
         x, dtype = parts[0]["x"], parts[0]["x"].dtype
         sizes = [p["weight"][1][1] for p in parts]
-        base = graph.initializers
-        name, i = f"{first.name}_packed_weight", 0
-        while name in base:
-            i += 1
-            name = f"{first.name}_packed_weight_{i}"
-        weight = _packed(parts, dtype, name)
-        graph.register_initializer(weight)
+        weight = initializer(graph, f"{first.name}_packed_weight", _packed(parts, dtype))
         matmul = ir.node("MatMul", [x, weight], name=f"{first.name}_packed")
         nodes = [matmul]
         packed = matmul.outputs[0]
         if biased:
             bias_values = np.concatenate([p["bias"][1].numpy() for p in parts])
-            bias = ir.Value(name=f"{name}_bias", type=ir.TensorType(dtype), shape=ir.Shape([len(bias_values)]),
-                            const_value=ir.tensor(bias_values, dtype=dtype))
-            graph.register_initializer(bias)
+            bias = initializer(graph, f"{weight.name}_bias", ir.tensor(bias_values, dtype=dtype))
             add = ir.node("Add", [packed, bias], name=f"{first.name}_packed_bias")
             nodes.append(add)
             packed = add.outputs[0]
