@@ -4,7 +4,6 @@
   depends on ``self.training`` (dropout draws random masks, batch norm uses the batch statistics).
   A warning rather than an error: exporting a training graph is legitimate, forgetting ``eval()`` is
   the common mistake, and the warning names what to change;
-- an opset the installed ``onnx`` or ``onnxruntime`` cannot run: :class:`ConversionError` before capture;
 - a model returning no tensor: :class:`InvalidModelError` instead of a graph without outputs;
 - Python scalars baked into the graph: :class:`ConstantInputWarning` with their names and values.
 """
@@ -18,13 +17,11 @@ import logging
 import warnings
 from typing import Any
 
-import onnx
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from .errors import (
     ConstantInputWarning,
-    ConversionError,
     InvalidModelError,
     RuntimeFeedError,
     TrainingModeWarning,
@@ -89,64 +86,6 @@ def warn_training_mode(model: torch.nn.Module) -> None:
         TrainingModeWarning,
         stacklevel=4,
     )
-
-
-@functools.lru_cache(maxsize=8)
-def onnxruntime_max_opset() -> int | None:
-    """The highest opset of the main domain the installed onnxruntime loads (probed once), or None
-    without onnxruntime.
-
-    >>> onnxruntime_max_opset() >= 18
-    True
-    """
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    best = None
-    for opset in range(18, onnx.defs.onnx_opset_version() + 3):
-        if not _ort_loads(ort, opset):
-            break
-        best = opset
-    return best
-
-
-def _ort_loads(ort: Any, opset: int) -> bool:
-    from onnx import TensorProto, helper
-
-    graph = helper.make_graph(
-        [helper.make_node("Identity", ["x"], ["y"])],
-        "probe",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
-    try:
-        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    except Exception:  # onnxruntime refuses opsets it does not know
-        return False
-    return True
-
-
-def check_opset(target_opset: int) -> None:
-    """Raises :class:`ConversionError` when the installed onnx or onnxruntime cannot handle ``target_opset``.
-
-    >>> check_opset(18)
-    """
-    onnx_max = onnx.defs.onnx_opset_version()
-    if target_opset > onnx_max:
-        raise ConversionError(
-            f"target_opset={target_opset} but the installed onnx {onnx.__version__} knows opsets up to {onnx_max}; "
-            f"use target_opset <= {onnx_max}"
-        )
-    ort_max = onnxruntime_max_opset()
-    if ort_max is not None and target_opset > ort_max:
-        import onnxruntime as ort
-
-        raise ConversionError(
-            f"target_opset={target_opset} but the installed onnxruntime {ort.__version__} runs opsets up to "
-            f"{ort_max}; the model could not be loaded. Use target_opset <= {ort_max}"
-        )
 
 
 def check_outputs(ep: torch.export.ExportedProgram) -> None:

@@ -18,7 +18,7 @@ from . import capture
 from . import capture_strategies as cs
 from . import dynamic_shapes as ds
 from . import range_constraints, shape_guards
-from .capture_checks import check_opset
+from .opsets import check_opset
 from .builder import GraphBuilder
 from .complex_pairs import check_no_complex_io
 from .dtypes import value_type

@@ -74,7 +74,7 @@ def translation_opset(level: bool | str | None, target_opset: int) -> int:
         return target_opset
     import onnx
 
-    from ..capture_checks import onnxruntime_max_opset
+    from ..opsets import onnxruntime_max_opset
 
     ort_max = onnxruntime_max_opset()
     if onnx.defs.onnx_opset_version() < ATTENTION_OPSET or ort_max is None or ort_max < ATTENTION_OPSET:
