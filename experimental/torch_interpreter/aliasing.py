@@ -35,7 +35,7 @@ from .context import NodeContext
 from .dynamic_shapes import static_dim
 from .errors import ConversionError
 from .provenance import describe, node_metadata
-from .registry import target_key
+from .provenance import target_key
 
 if TYPE_CHECKING:
     from .interpreter import Interpreter

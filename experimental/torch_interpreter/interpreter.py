@@ -22,7 +22,8 @@ from .errors import ConversionError, TorchInterpreterError, UnsupportedOpError
 from .logs import Progress
 from .provenance import describe, node_metadata, source_line
 from .python_op.custom_ops import missing_hint
-from .registry import Registry, target_key
+from .provenance import target_key
+from .registry import Registry
 
 logger = logging.getLogger(__name__)
 

@@ -1,19 +1,45 @@
-"""Where an FX node came from: module scope and the user's source line, read from ``node.meta``."""
+"""Where an FX node came from: its target's name (``aten::add.Tensor``, the registry's key), module scope and the
+user's source line, read from ``node.meta``."""
 
 from __future__ import annotations
 
+import operator
 import os
 import re
+from typing import Any
 
 import torch
 import torch.fx
 
-from .registry import target_key
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 # module-stack entries torch.export adds to nodes it inserts itself (runtime asserts, sym_size)
 _TORCH_INSERTED = "_empty_nn_module_stack"
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n\s*(?P<code>[^\n]*)')
+
+
+def target_key(target: Any) -> str:
+    """The registry key of an FX ``call_function`` target.
+
+    >>> target_key(torch.ops.aten.add.Tensor)
+    'aten::add.Tensor'
+    >>> target_key(torch.ops.aten.linear.default)
+    'aten::linear.default'
+    >>> import operator
+    >>> target_key(operator.getitem)
+    'operator::getitem'
+    """
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}::{target._opname}.{target._overloadname}"
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"higher_order::{target.name()}"
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__name__", repr(target))
+    if module in ("_operator", "operator") or getattr(operator, name, None) is target:
+        return f"operator::{name}"
+    if module in ("math", "builtins"):
+        return f"{module}::{name}"
+    return f"{module}::{name}" if module else name
 
 
 def source_line(node: torch.fx.Node) -> str:

@@ -6,37 +6,13 @@ The registry is filled once per process when :mod:`experimental.torch_interprete
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any
 
-import torch
+
+from .provenance import target_key
 
 Converter = Callable[..., Any]
-
-
-def target_key(target: Any) -> str:
-    """The registry key of an FX ``call_function`` target.
-
-    >>> target_key(torch.ops.aten.add.Tensor)
-    'aten::add.Tensor'
-    >>> target_key(torch.ops.aten.linear.default)
-    'aten::linear.default'
-    >>> import operator
-    >>> target_key(operator.getitem)
-    'operator::getitem'
-    """
-    if isinstance(target, torch._ops.OpOverload):
-        return f"{target.namespace}::{target._opname}.{target._overloadname}"
-    if isinstance(target, torch._ops.HigherOrderOperator):
-        return f"higher_order::{target.name()}"
-    module = getattr(target, "__module__", None) or ""
-    name = getattr(target, "__name__", repr(target))
-    if module in ("_operator", "operator") or getattr(operator, name, None) is target:
-        return f"operator::{name}"
-    if module in ("math", "builtins"):
-        return f"{module}::{name}"
-    return f"{module}::{name}" if module else name
 
 
 class Registry:

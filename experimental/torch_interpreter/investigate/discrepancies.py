@@ -23,7 +23,8 @@ import torch.fx
 from ..dtypes import value_type
 from ..errors import InputMismatchError, InvalidModelError
 from ..provenance import module_scope, source_line
-from ..registry import Registry, target_key
+from ..provenance import target_key
+from ..registry import Registry
 from ..runtime import to_numpy
 from .compare import compare_arrays
 from .onnx_run import fx_groups, fx_outputs, observed, result_values, run_unoptimized

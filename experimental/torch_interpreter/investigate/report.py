@@ -16,7 +16,7 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
-from ..registry import target_key
+from ..provenance import target_key
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,8 @@ from typing import Any
 import torch
 
 from ..errors import ConversionError, MissingCustomOpError
-from ..registry import Converter, Registry, target_key
+from ..provenance import target_key
+from ..registry import Converter, Registry
 
 logger = logging.getLogger(__name__)
 

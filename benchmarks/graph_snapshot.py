@@ -1,0 +1,101 @@
+"""Writes the ONNX graphs of a few tiny models, at each optimization level, as text: two runs on two versions of
+the code, compared with ``diff -r``, show whether a refactoring changed any exported graph.
+
+    python benchmarks/graph_snapshot.py snapshot_before/
+    # ... change the code ...
+    python benchmarks/graph_snapshot.py snapshot_after/
+    diff -r snapshot_before snapshot_after && echo "same graphs"
+
+The text is ``onnx.printer``'s (nodes, attributes, shapes, metadata), initializers by name, shape and a hash of
+their bytes; the ONNX node names are numbered in graph order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+
+import onnx
+import onnx.printer
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "_unittests"))
+
+
+def _llama(use_cache: bool):
+    import transformers
+
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, vocab_size=1000, max_position_embeddings=256,
+                                   use_cache=use_cache)
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(cfg).eval()
+
+
+def _bert():
+    import transformers
+
+    cfg = transformers.BertConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                  vocab_size=1000, max_position_embeddings=256)
+    torch.manual_seed(0)
+    return transformers.BertModel(cfg).eval()
+
+
+def _padded(batch: int, seq: int) -> dict:
+    gen = torch.Generator().manual_seed(0)
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    mask[0, : seq // 3] = 0
+    return {"input_ids": torch.randint(0, 1000, (batch, seq), generator=gen), "attention_mask": mask}
+
+
+def cases():
+    """``(name, model, args, kwargs, dynamic_shapes)`` of the snapshot."""
+    from llm_cache_models import decoder_dynamic_shapes, decoder_inputs, decoder_model
+
+    dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
+    yield "llama", _llama(False), (), _padded(2, 8), dyn
+    yield "bert", _bert(), (), _padded(2, 8), dyn
+    for name in ("llama", "gpt2"):
+        model = decoder_model(name)
+        yield f"{name}_cache", model, (), decoder_inputs(model, 2, 3, 5), decoder_dynamic_shapes(model)
+    cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.LazyLinear(4)).eval()
+    x = torch.randn(2, 3, 16, 16)
+    cnn(x)
+    yield "cnn", cnn, (x,), None, ({0: "batch"},)
+
+
+def text(model: onnx.ModelProto) -> str:
+    """The model as text, initializers replaced by their name, shape and hash."""
+    lines = []
+    for init in model.graph.initializer:
+        digest = hashlib.sha256(init.raw_data or onnx.numpy_helper.to_array(init).tobytes()).hexdigest()[:16]
+        lines.append(f"initializer {init.name} {list(init.dims)} {init.data_type} {digest}")
+    del model.graph.initializer[:]
+    for i, node in enumerate(model.graph.node):
+        node.name = f"n{i}"
+    props = sorted((p.key, p.value) for p in model.metadata_props)
+    lines += [f"metadata {k} = {v!r}" for k, v in props]
+    return "\n".join(lines) + "\n" + onnx.printer.to_text(model)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder")
+    args = parser.parse_args(argv)
+    from experimental.torch_interpreter import to_onnx
+
+    os.makedirs(args.folder, exist_ok=True)
+    for name, model, margs, kwargs, dyn in cases():
+        for level in (False, True, "onnxruntime"):
+            onx = to_onnx(model, margs, kwargs, dynamic_shapes=dyn, optimize=level)
+            path = os.path.join(args.folder, f"{name}.{level}.txt")
+            with open(path, "w") as f:
+                f.write(text(onx))
+            print(f"{path}: {len(onx.graph.node)} nodes")
+
+
+if __name__ == "__main__":
+    main()
