@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-
 from .provenance import target_key
 
 Converter = Callable[..., Any]
