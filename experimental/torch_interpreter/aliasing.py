@@ -32,7 +32,7 @@ import torch
 import torch.fx
 
 from .context import NodeContext
-from .dynamic_shapes import static_dim
+from .dims import static_dim
 from .errors import ConversionError
 from .provenance import describe, node_metadata
 from .provenance import target_key

@@ -1,4 +1,4 @@
-"""Dynamic shapes: the user's spec made acceptable to torch.export, and ONNX names for symbolic dims.
+"""Dynamic shapes: the user's spec made acceptable to torch.export, and the symbols named after the user's axes.
 
 Users may name a dynamic axis with a string (``{0: "batch"}``). A string becomes ``Dim.DYNAMIC``:
 torch.export raises if the model makes the axis static, but lets it relate to other sizes freely
@@ -262,34 +262,3 @@ def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, k
             if name and isinstance(expr, sympy.Symbol):
                 names.setdefault(str(expr), name)
     return names
-
-
-def onnx_dim(dim: Any, names: Mapping[str, str]) -> int | str:
-    """An ONNX dimension: an int, or a symbolic name with user names substituted.
-
-    >>> onnx_dim(3, {})
-    3
-    """
-    if isinstance(dim, int):
-        return dim
-    if isinstance(dim, torch.SymInt):
-        expr = dim.node.expr
-        if expr.is_number:
-            return int(expr)
-        if isinstance(expr, sympy.Symbol):
-            return names.get(str(expr), str(expr))
-        return str(expr.xreplace({s: sympy.Symbol(names.get(str(s), str(s))) for s in expr.free_symbols}))
-    return str(dim)
-
-
-def static_dim(d: Any) -> int | None:
-    """``d`` (an int or a SymInt) as an int when it is known at export time, else None.
-
-    >>> static_dim(3), static_dim(None)
-    (3, None)
-    """
-    if isinstance(d, int):
-        return d
-    if isinstance(d, torch.SymInt) and d.node.expr.is_number:
-        return int(d.node.expr)
-    return None

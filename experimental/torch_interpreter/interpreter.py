@@ -17,7 +17,7 @@ from .builder import GraphBuilder
 from .complex_pairs import complex_key, involves_complex, is_complex, pair_type
 from .context import NodeContext
 from .dtypes import value_type
-from .dynamic_shapes import onnx_dim
+from .dims import onnx_dim
 from .errors import ConversionError, TorchInterpreterError, UnsupportedOpError
 from .logs import Progress
 from .provenance import describe, node_metadata, source_line

@@ -10,7 +10,7 @@ import onnx_ir as ir
 import torch
 
 from ...context import NodeContext
-from ...dynamic_shapes import static_dim
+from ...dims import static_dim
 from .kernels import widen
 from .types import INT64, INT64_MAX
 
