@@ -1,4 +1,10 @@
-"""The architecture's boundaries, checked on the source (see ``_doc/design.rst``, "Layout and rules")."""
+"""The architecture's boundaries, checked on the source (see ``_doc/design.rst``, "Layout and rules").
+
+The package is cut into layers that follow the pipeline (capture -> translation -> optimize, the runtime apart,
+investigation and the front on top). :data:`LAYERS` says which layer each module belongs to, :data:`MAY_IMPORT`
+which layers each one may import; the import graph (imports inside functions count, ``if TYPE_CHECKING:`` ones
+do not, importing ``a.b.c`` also imports the package ``a.b``) must follow it and hold no cycle.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +16,233 @@ import pytest
 
 from experimental.torch_interpreter.registry import default_registry
 
-PACKAGE = Path(__file__).resolve().parent.parent / "experimental" / "torch_interpreter"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "experimental" / "torch_interpreter"
+PKG = "experimental.torch_interpreter"
 OPS = PACKAGE / "ops"
 FAMILIES = sorted(p for p in OPS.glob("*.py") if p.name != "__init__.py")
+
+#: the layers and the rule of each, as the design page states them
+RULES = {
+    "base": "errors, logging, dtypes, metadata keys, opsets, saving, provenance: import nothing else of the package",
+    "patches": "the patch registry, read by bypass_export_some_errors and the capture strategies: base only",
+    "capture": "torch.export and what is retried when it refuses a model: base and patches",
+    "translation": "FX graph -> ONNX (interpreter, registry, converters, PythonOp export side): base and itself",
+    "optimize": "the rewrite pipeline after translation: base only",
+    "runtime": "InferenceSession and PythonOp at run time: base and the PythonOp contract (what a node means)",
+    "investigate": "comparison engine, repro, report: base, translation, runtime; find_discrepancies exports",
+    "front": "to_onnx, the command line, bypass_export_some_errors, the package root: anything",
+}
+
+#: the root modules of each layer (the folders are layers of their own, except python_op/ and ops/)
+ROOT_MODULES = {
+    "base": {"errors", "logs", "dtypes", "metadata", "opsets", "saving", "provenance"},
+    "translation": {"registry", "type_rules", "builder", "complex_pairs", "dims", "context", "aliasing", "interpreter"},
+    "front": {"__init__", "__main__", "convert", "cli", "onnx_export_errors"},
+}
+FOLDERS = {
+    "patches": "patches",
+    "capture": "capture",
+    "python_op": "translation",
+    "ops": "translation",
+    "optimize": "optimize",
+    "runtime": "runtime",
+    "investigate": "investigate",
+}
+
+MAY_IMPORT = {
+    "base": {"base"},
+    "patches": {"base", "patches"},
+    "capture": {"base", "patches", "capture"},
+    "translation": {"base", "translation"},
+    "optimize": {"base", "optimize"},
+    "runtime": {"base", "runtime"},
+    "investigate": {"base", "translation", "runtime", "investigate"},
+    "front": set(RULES),
+}
+#: modules of another layer a layer may read: what a PythonOp node means, written by the converter, read at run time
+CONTRACTS = {"runtime": {"python_op", "python_op.table", "python_op.attributes", "python_op.encoding"}}
+#: single modules allowed one more import: find_discrepancies exports the model it compares
+EXCEPTIONS = {("investigate.discrepancies", "convert")}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_of(module: str) -> str | None:
+    head = module.split(".")[0]
+    if "." in module or (PACKAGE / head).is_dir():
+        return FOLDERS.get(head)
+    return next((layer for layer, names in ROOT_MODULES.items() if module in names), None)
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(n) for n in ast.walk(node))
+    return skipped
+
+
+def _absolute(module: str, path: Path, level: int, name: str | None) -> str:
+    base = module.split(".") if module != "__init__" else []
+    if path.name != "__init__.py":
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def imports_of(module: str) -> set[str]:
+    """The package modules ``module`` imports (relative to the package: ``capture.loop``), parent packages
+    included, TYPE_CHECKING imports excluded."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text())
+    skipped = _type_checking_nodes(tree)
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                target = _absolute(module, path, node.level, node.module)
+            elif (node.module or "").startswith(PKG + ".") or node.module == PKG:
+                target = (node.module or "")[len(PKG) + 1:]
+            else:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}" if target else alias.name
+                targets.add(sub if sub in MODULES else target)
+        elif isinstance(node, ast.Import):
+            targets.update(a.name[len(PKG) + 1:] for a in node.names if a.name.startswith(PKG + "."))
+    found = set()
+    for target in targets:
+        if target not in MODULES:
+            continue
+        parts = target.split(".")
+        for i in range(1, len(parts) + 1):
+            ancestor = ".".join(parts[:i])
+            if ancestor in MODULES and ancestor != module and not module.startswith(ancestor + "."):
+                found.add(ancestor)
+    return found
+
+
+GRAPH = {m: imports_of(m) for m in MODULES if m != "__init__"}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan).
+
+    >>> cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}})
+    [['a', 'b']]
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_module_has_a_layer():
+    missing = [m for m in MODULES if layer_of(m) is None]
+    assert not missing, f"modules without a layer {missing}: add them to ROOT_MODULES or FOLDERS in test_layout.py"
+
+
+def test_no_import_cycle():
+    found = cycles(GRAPH)
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("layer", sorted(RULES))
+def test_layer_imports_follow_its_rule(layer):
+    bad = []
+    for module in sorted(m for m in GRAPH if layer_of(m) == layer):
+        for target in sorted(GRAPH[module]):
+            allowed = layer_of(target) in MAY_IMPORT[layer] or target in CONTRACTS.get(layer, set())
+            if not allowed and (module, target) not in EXCEPTIONS:
+                bad.append(f"{module} ({layer}) imports {target} ({layer_of(target)})")
+    assert not bad, f"{layer}: {RULES[layer]}\n" + "\n".join(bad)
+
+
+LIBRARIES = ("onnxscript", "onnx_ir", "onnxruntime")
+
+
+def _private_uses(tree: ast.AST) -> list[str]:
+    """Private modules or names of :data:`LIBRARIES` imported or read (``rewriter._RULES``)."""
+    found, names = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in LIBRARIES:
+                    names.add(alias.asname or alias.name.split(".")[0])
+                    if any(p.startswith("_") for p in alias.name.split(".")):
+                        found.append(f"import {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in LIBRARIES:
+            for alias in node.names:
+                names.add(alias.asname or alias.name)
+                if any(p.startswith("_") for p in [*node.module.split("."), alias.name]):
+                    found.append(f"from {node.module} import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in names:
+                found.append(ast.unparse(node))
+    return found
+
+
+def test_no_private_module_of_other_libraries():
+    """onnxscript, onnx_ir and onnxruntime are used through their public API only."""
+    bad = [f"{m}: {use}" for m, p in MODULES.items() for use in _private_uses(ast.parse(p.read_text()))]
+    assert not bad, "\n".join(bad)
+
+
+def test_design_page_lists_every_folder():
+    page = (ROOT / "_doc" / "design.rst").read_text()
+    missing = [f"{name}/" for name in FOLDERS if f"``{name}/" not in page]
+    missing += [f"{m}.py" for names in ROOT_MODULES.values() for m in names
+                if not m.startswith("__") and f"{m}.py" not in page]
+    assert not missing, f"the design page's layout table does not mention {missing}"
+
+
+# -- ops/: families on one shared layer -----------------------------------------------------------------------
+
 #: what a converter family may import inside the package
 ALLOWED = {"._common", "..context", "..registry", "..dtypes", "..errors", "..python_op", "..python_op.attributes"}
 
@@ -41,14 +271,6 @@ def test_shared_layer_imports_no_family():
 def test_no_private_torch_op_names_in_converters():
     for path in [*FAMILIES, *(OPS / "_common").glob("*.py")]:
         assert "_opname" not in path.read_text(), f"{path.name} reads torch's private _opname: use ctx.key / ctx.op_name"
-
-
-@pytest.mark.parametrize("name", ["capture.py", "capture_kernels.py", "runtime.py", "runtime_python_op.py"])
-def test_capture_and_runtime_do_not_load_converters(name):
-    imports = _relative_imports(PACKAGE / name)
-    assert not [m for m in imports if m == ".ops" or m.startswith(".ops.")], f"{name} imports converters: {imports}"
-    if name.startswith("runtime"):
-        assert ".python_op.capture" not in imports, f"{name} imports the export hook: {imports}"
 
 
 def _expected_names(key: str) -> list[str]:
