@@ -1,4 +1,4 @@
-"""Capture strategies (capture_strategies.py) and capture checks (capture_checks.py): what a first try
+"""Capture strategies (capture/strategies/) and capture checks (capture/checks.py): what a first try
 hits with torch.export — a batch of 1, constrained dynamic axes, the wrong strict mode, training mode,
 no output, an unknown opset, Python scalar inputs — each converts or fails with a clear error."""
 
@@ -10,7 +10,7 @@ import torch
 from torch.export import Dim
 
 from experimental.torch_interpreter import DynamicShapeError, InferenceSession, InvalidModelError, to_onnx
-from experimental.torch_interpreter.capture_strategies import CaptureStrategyWarning
+from experimental.torch_interpreter import CaptureStrategyWarning
 from experimental.torch_interpreter.errors import (
     ConstantInputWarning,
     ConversionError,

@@ -302,7 +302,7 @@ def test_fresh_process(tmp_path):
 
 
 def test_missing_op_message_without_module():
-    from experimental.torch_interpreter.python_op.custom_ops import resolve_op
+    from experimental.torch_interpreter.runtime.custom_op_calls import resolve_op
 
     with pytest.raises(MissingCustomOpError, match="a2o_nowhere::op.default.*torch.ops.load_library"):
         resolve_op("torch.ops.a2o_nowhere.op.default", json.dumps({"module": None}), "n0")

@@ -294,7 +294,7 @@ def _funnel():
 def test_zoo_sequence_loop_models(factory, scan):
     """A Python loop over the sequence (a Python list of the length for CPM-Ant's mask, Funnel's positions)
     made the sequence static ("Constraints violated"): patched for the export only, the sequence stays dynamic and matches eager."""
-    from experimental.torch_interpreter.patches import TRANSFORMERS_RECURRENCES
+    from experimental.torch_interpreter.patches.transformers_recurrences import PATCHES as TRANSFORMERS_RECURRENCES
 
     torch.manual_seed(0)
     model = factory().eval()
@@ -310,7 +310,7 @@ def test_zoo_fsmt_padding_mask_on_values():
     """FSMT dropped its decoder padding mask `if not padding_mask.any()` (a guard on the input's values, the
     export failed): patched, one graph serves decoder inputs with and without pad tokens, both as eager."""
     transformers = pytest.importorskip("transformers")
-    from experimental.torch_interpreter.patches import TRANSFORMERS_RECURRENCES
+    from experimental.torch_interpreter.patches.transformers_recurrences import PATCHES as TRANSFORMERS_RECURRENCES
 
     cfg = transformers.FSMTConfig(
         langs=["en", "de"], src_vocab_size=1000, tgt_vocab_size=1000, d_model=32, encoder_layers=1,

@@ -12,7 +12,7 @@ from experimental.torch_interpreter import ExportCaptureError, InferenceSession,
 from experimental.torch_interpreter.python_op.attributes import constant_kind, decode_constants
 from experimental.torch_interpreter.python_op.capture import capture_autograd_functions
 from experimental.torch_interpreter.python_op.table import func_name
-from experimental.torch_interpreter.runtime_python_op import has_python_ops
+from experimental.torch_interpreter.runtime.python_op_nodes import has_python_ops
 
 
 # -- Functions ---------------------------------------------------------------------------------------------------

@@ -260,7 +260,7 @@ class _FirstFourRows(torch.nn.Module):
 def _narrowed(onx) -> list[dict]:
     import json
 
-    from experimental.torch_interpreter.range_constraints import METADATA_KEY
+    from experimental.torch_interpreter.metadata import RANGE_CONSTRAINTS as METADATA_KEY
 
     props = {p.key: p.value for p in onx.metadata_props}
     return [r for r in json.loads(props[METADATA_KEY]) if r["narrowed"]]
@@ -268,7 +268,7 @@ def _narrowed(onx) -> list[dict]:
 
 def test_narrowed_lower_bound_warns_and_is_recorded():
     """torch._check(n >= 5) narrowed [2, int_oo] to [5, int_oo] without a word; the ONNX model dropped it."""
-    from experimental.torch_interpreter.range_constraints import RangeConstraintWarning
+    from experimental.torch_interpreter import RangeConstraintWarning
 
     with pytest.warns(RangeConstraintWarning, match=r"input 'x' axis 0 \('batch'\) must be >= 5"):
         onx = check_model(
@@ -280,7 +280,7 @@ def test_narrowed_lower_bound_warns_and_is_recorded():
 
 
 def test_narrowed_upper_bound_warns_and_is_recorded():
-    from experimental.torch_interpreter.range_constraints import RangeConstraintWarning
+    from experimental.torch_interpreter import RangeConstraintWarning
 
     with pytest.warns(RangeConstraintWarning, match=r"input 'x' axis 0 \('n'\) must be in \[2, 3\]"):
         onx = check_model(
@@ -296,7 +296,7 @@ def test_default_and_declared_ranges_do_not_warn():
     import warnings
 
     from experimental.torch_interpreter import to_onnx
-    from experimental.torch_interpreter.range_constraints import RangeConstraintWarning
+    from experimental.torch_interpreter import RangeConstraintWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", RangeConstraintWarning)

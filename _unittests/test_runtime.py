@@ -144,7 +144,7 @@ def test_split_of_a_dynamic_axis_is_guarded():
     """``x.split(3, dim=1)`` exported with 6 columns gives 2 pieces; with 8 columns PyTorch gives 3 and the
     graph (like the ExportedProgram) 2 of other sizes: InferenceSession refuses such sizes, the others match."""
     from experimental.torch_interpreter import RangeConstraintWarning, RuntimeFeedError
-    from experimental.torch_interpreter.shape_guards import METADATA_KEY
+    from experimental.torch_interpreter.metadata import SHAPE_GUARDS as METADATA_KEY
 
     with pytest.warns(RangeConstraintWarning, match=r"aten::split.Tensor gives 2 pieces of 3"):
         onx = to_onnx(_LastOfThree(), (torch.randn(2, 6),), dynamic_shapes=({1: "n"},))
@@ -181,7 +181,7 @@ def test_narrowed_range_is_checked_on_the_feeds(tmp_path):
 
 
 def test_size_conditions_never_run_code():
-    from experimental.torch_interpreter.runtime_guards import evaluate
+    from experimental.torch_interpreter.runtime.guards import evaluate
 
     assert evaluate("(shape('x', 0) % 2 == 0) and not (shape('x', 1) < 3)", {"x": (4, 3)})
     with pytest.raises(ValueError, match="unexpected"):

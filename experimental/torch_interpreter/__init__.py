@@ -22,10 +22,11 @@ from .errors import (
     UnsupportedOpError,
     VerificationError,
 )
-from .investigate import DiscrepancyReport, ExportReport, NodeDiscrepancy, find_discrepancies
+from .investigate import DiscrepancyReport, ExportReport, NodeDiscrepancy
+from .investigate.discrepancies import find_discrepancies
 from .onnx_export_errors import bypass_export_some_errors
 from .optimize import optimize_model
-from .range_constraints import RangeConstraintWarning
+from .capture.range_constraints import RangeConstraintWarning
 from .registry import Registry, default_registry, register
 from .runtime import InferenceSession
 

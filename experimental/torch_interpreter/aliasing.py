@@ -34,8 +34,7 @@ import torch.fx
 from .context import NodeContext
 from .dims import static_dim
 from .errors import ConversionError
-from .provenance import describe, node_metadata
-from .provenance import target_key
+from .provenance import describe, node_metadata, target_key
 
 if TYPE_CHECKING:
     from .interpreter import Interpreter

@@ -1,8 +1,11 @@
-"""NodeContext: what a converter sees of the conversion while it translates one FX node."""
+"""NodeContext: what a converter sees of the conversion while it translates one FX node.
+
+The context reads the interpreter it is given (the interpreter passes itself), it does not import it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import onnx_ir as ir
@@ -158,8 +161,6 @@ class NodeContext:
     @staticmethod
     def output_vals(module: torch.fx.GraphModule) -> list[Any]:
         """``meta['val']`` of each (flattened) output of ``module``, or the Python value it returns."""
-        from .interpreter import output_vals
-
         return output_vals(module)
 
 
@@ -195,3 +196,29 @@ class SubgraphBuilder:
 
     def graph(self, name: str) -> ir.Graph:
         return self._interpreter.to_subgraph(name)
+
+
+def output_vals(module: torch.fx.GraphModule) -> list[Any]:
+    """``meta['val']`` of each (flattened) output of ``module``, or the Python value returned.
+
+    >>> class Twice(torch.nn.Module):
+    ...     def forward(self, x):
+    ...         return x, (x + 1, 2)
+    >>> output_vals(torch.fx.symbolic_trace(Twice()))
+    [None, None, 2]
+    """
+    output = next(n for n in reversed(module.graph.nodes) if n.op == "output")
+    return [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in flatten(output.args[0])]
+
+
+def flatten(value: Any) -> Iterable[Any]:
+    """The leaves of nested lists and tuples, in order.
+
+    >>> list(flatten([1, (2, [3]), 4]))
+    [1, 2, 3, 4]
+    """
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from flatten(v)
+    else:
+        yield value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -14,12 +15,8 @@ import torch
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 from torch.export.graph_signature import InputKind, OutputKind
 
-from . import capture
-from . import capture_strategies as cs
-from . import dynamic_shapes as ds
-from . import range_constraints, shape_guards
-from .opsets import check_opset
 from .builder import GraphBuilder
+from .capture import capture_model, range_constraints, shape_guards
 from .complex_pairs import check_no_complex_io
 from .dtypes import value_type
 from .errors import (
@@ -33,6 +30,7 @@ from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .investigate.report import recording
 from .investigate.verify import verify_export
 from .logs import verbosity
+from .opsets import check_opset
 from .optimize import check_level, optimize_model, translation_opset
 from .python_op.capture import capture_autograd_functions
 from .python_op.custom_ops import with_custom_ops
@@ -109,7 +107,7 @@ def to_onnx(
         see ``_doc/python_op.rst``
     :param capture_strategies: what to try when torch.export refuses the model (a batch of 1 on a dynamic
         axis, torch's suggested fixes for dynamic shapes, the other strict mode, transformers caches):
-        ``True`` all, ``False`` none, or a tuple of names; see ``capture_strategies.py``; the strategies
+        ``True`` all, ``False`` none, or a tuple of names; see ``capture/strategies/``; the strategies
         applied are logged and recorded in the model's ``metadata_props``
     :return: the ONNX model
 
@@ -129,7 +127,7 @@ def to_onnx(
         if target_opset < 18:
             raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
         check_level(optimize)
-        attempts = None  # what the capture strategies tried and applied (capture_strategies.py)
+        capture_report = None  # what the capture strategies applied (capture/)
         check_opset(target_opset)  # an opset onnx or onnxruntime cannot run: an error now, not at load
         registry = registry or _default_registry()
         if isinstance(model, torch.export.ExportedProgram):
@@ -141,15 +139,14 @@ def to_onnx(
             ep, names, spec = model, {}, None
         elif isinstance(model, torch.nn.Module):
             args, kwargs = _normalize_inputs(args, kwargs)
-            attempts = cs.start(model, target_opset, strict, capture_strategies)
-            with cs.scope(model, args, kwargs, attempts), capture.keywords_as_parameters(model, kwargs):
-                bound = ds.bind_inputs(model.forward, args, kwargs)
-                dynamic_shapes = cs.default_dynamic_shapes(model, args, kwargs, dynamic_shapes, attempts)
-                spec = ds.normalize(bound, args, kwargs, dynamic_shapes)
-                # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
-                with capture_autograd_functions(autograd_functions, training=model.training, strict=strict):
-                    ep = cs.export(model, args, kwargs, spec, attempts)
-                names = ds.symbol_names(ep, spec, args, kwargs)
+            # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
+            hook = functools.partial(
+                capture_autograd_functions, autograd_functions, training=model.training, strict=strict
+            )
+            captured = capture_model(
+                model, args, kwargs, dynamic_shapes, strict=strict, strategies=capture_strategies, around_export=hook
+            )
+            ep, names, spec, capture_report = captured.ep, captured.names, captured.spec, captured.report
         else:
             raise InvalidModelError(
                 f"to_onnx expects a torch.nn.Module or a torch.export.ExportedProgram, not "
@@ -167,7 +164,8 @@ def to_onnx(
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
         shape_guards.record(ep, onnx_model)  # size conditions the graph relies on, checked by InferenceSession
         optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
-        cs.record(onnx_model, attempts)
+        if capture_report is not None:
+            capture_report.record(onnx_model)
         export_report.optimized(onnx_model)
         translated = time.perf_counter()
         logger.info(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import onnx_ir as ir
@@ -15,15 +15,14 @@ import torch.fx
 from .aliasing import AliasEnv
 from .builder import GraphBuilder
 from .complex_pairs import complex_key, involves_complex, is_complex, pair_type
-from .context import NodeContext
-from .dtypes import value_type
+from .context import NodeContext, flatten, output_vals
 from .dims import onnx_dim
+from .dtypes import value_type
 from .errors import ConversionError, TorchInterpreterError, UnsupportedOpError
 from .logs import Progress
-from .provenance import describe, node_metadata, source_line
-from .python_op.custom_ops import missing_hint
-from .provenance import target_key
-from .registry import Registry
+from .metadata import FX_OUTPUT
+from .provenance import describe, node_metadata, source_line, target_key
+from .registry import Registry, missing_hint
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ def raise_if_missing(missing: Mapping[str, list[tuple[str, str]]]) -> None:
         "Register a converter with experimental.torch_interpreter.register(<key>), "
         "or rewrite the model code at the lines above; see registry.supported() for what is covered."
     )
-    hint = missing_hint(sorted(missing))  # custom ops: name the custom_ops= option
+    hint = missing_hint(sorted(missing))  # the hints installed in the registry (custom ops: the custom_ops= option)
     if hint:
         lines.append(hint)
     raise UnsupportedOpError("\n".join(lines), dict(missing))
@@ -101,7 +100,7 @@ class Interpreter:
                     if node not in env:
                         raise ConversionError(f"placeholder {node.name!r} has no value")
                 elif node.op == "output":
-                    return list(_flatten(self.lookup(node.args[0], env)))
+                    return list(flatten(self.lookup(node.args[0], env)))
                 elif node.op == "get_attr":
                     env[node] = self.get_attr(node)
                 elif node.op == "call_function":
@@ -227,7 +226,7 @@ class Interpreter:
         self, node: torch.fx.Node, result: Any, val: Any, created: set[int], name: str, path: tuple[int, ...] = ()
     ) -> None:
         """Checks ``result`` against PyTorch's ``val``, then names and shapes the new values; each one records
-        the FX output it holds in ``metadata_props['pkg.torch.fx_output']`` (``max:1``: output 1 of ``max``),
+        the FX output it holds in ``metadata_props[metadata.FX_OUTPUT]`` (``max:1``: output 1 of ``max``),
         which ``find_discrepancies`` reads."""
         if isinstance(val, (tuple, list)):
             if not isinstance(result, (tuple, list)) or len(result) != len(val):
@@ -262,24 +261,10 @@ class Interpreter:
             elif isinstance(val, (torch.SymInt, torch.SymBool, int, bool)) and result.shape is None:
                 result.shape = ir.Shape([])
             self.builder.rename(result, name)
-            result.metadata_props["pkg.torch.fx_output"] = ":".join([node.name, *map(str, path)])
+            result.metadata_props[FX_OUTPUT] = ":".join([node.name, *map(str, path)])
             self._named.add(id(result))
-        elif "pkg.torch.fx_output" not in result.metadata_props:  # a constant, an input returned as is
-            result.metadata_props["pkg.torch.fx_output"] = ":".join([node.name, *map(str, path)])
-
-
-def output_vals(module: torch.fx.GraphModule) -> list[Any]:
-    """``meta['val']`` of each (flattened) output of ``module``, or the Python value returned."""
-    output = next(n for n in reversed(module.graph.nodes) if n.op == "output")
-    return [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in _flatten(output.args[0])]
-
-
-def _flatten(value: Any) -> Iterable[Any]:
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _flatten(v)
-    else:
-        yield value
+        elif FX_OUTPUT not in result.metadata_props:  # a constant, an input returned as is
+            result.metadata_props[FX_OUTPUT] = ":".join([node.name, *map(str, path)])
 
 
 def _describe_inputs(node: torch.fx.Node) -> str:

@@ -9,9 +9,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
+import torch.fx.experimental._config as fx_config
 
 from .logs import verbosity
-from .patches import ALL_PATCHES, Patch
+from .patches import Patch, select
 from .patches.rewrite_if import rewrite_forward
 
 logger = logging.getLogger(__name__)
@@ -19,7 +20,7 @@ logger = logging.getLogger(__name__)
 
 def patch_table(patches: list[Patch] | None = None) -> str:
     """The patches as a reStructuredText table (name, group, what it replaces, error fixed, versions)."""
-    rows = [(p.name, p.group, p.replaces, p.fixes, p.versions) for p in (patches or ALL_PATCHES)]
+    rows = [(p.name, p.group, p.replaces, p.fixes, p.versions) for p in (patches or select())]
     header = ("patch", "group", "replaces", "fixes", "versions")
     lines = [".. list-table::", "   :header-rows: 1", ""]
     for row in [header, *rows]:
@@ -130,21 +131,20 @@ def bypass_export_some_errors(
         ['Add']
     """
     groups = {"sympy": patch_sympy, "torch": patch_torch, "transformers": patch_transformers}
+    enabled = [group for group, on in groups.items() if on]
     undo: list[tuple[Patch, Callable[[], None]]] = []
     stack = contextlib.ExitStack()
     stack.enter_context(verbosity(verbose))
     level = logging.INFO
     try:
-        for patch in ALL_PATCHES:
-            if groups[patch.group] and patch.needed():
+        for patch in select(groups=enabled):
+            if patch.needed():
                 undo.append((patch, patch.apply()))
                 logger.log(level, "applied patch %r: %s", patch.name, patch.replaces)
         for cls in rewrite_control_flow:
             stack.callback(rewrite_forward(cls))
             logger.log(level, "rewrote the tensor `if` statements of %s.forward into torch.cond", cls.__name__)
         if backed_size_oblivious:
-            import torch.fx.experimental._config as fx_config
-
             stack.enter_context(fx_config.patch(backed_size_oblivious=True))
             logger.log(level, "set torch.fx.experimental._config.backed_size_oblivious=True")
         logger.log(level, "%d patch(es) applied: %s", len(undo), [p.name for p, _ in undo])

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from .metadata import FX_MODULE_SCOPE, FX_NODE, FX_SOURCE, FX_TARGET
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 # module-stack entries torch.export adds to nodes it inserts itself (runtime asserts, sym_size)
@@ -69,15 +70,15 @@ def module_scope(node: torch.fx.Node) -> str:
 
 
 def node_metadata(node: torch.fx.Node) -> dict[str, str]:
-    """The ``metadata_props`` every ONNX node created for ``node`` carries."""
-    meta = {"pkg.torch.fx_node": node.name}
+    """The ``metadata_props`` every ONNX node created for ``node`` carries (keys of :mod:`.metadata`)."""
+    meta = {FX_NODE: node.name}
     if node.op == "call_function":
-        meta["pkg.torch.target"] = target_key(node.target)
+        meta[FX_TARGET] = target_key(node.target)
     scope = module_scope(node)
     if scope:
-        meta["pkg.torch.module_scope"] = scope
+        meta[FX_MODULE_SCOPE] = scope
     if node.meta.get("stack_trace"):
-        meta["pkg.torch.source"] = source_line(node)
+        meta[FX_SOURCE] = source_line(node)
     return meta
 
 

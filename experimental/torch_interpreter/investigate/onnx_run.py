@@ -1,7 +1,7 @@
 """Runs an ONNX model with every value named after an FX node observable.
 
 The interpreter names the value an FX node produces after the node (``linear``, ``max_1`` for the second
-output of ``max``) and every ONNX node it creates carries ``metadata_props['pkg.torch.fx_node']``; both
+output of ``max``) and every ONNX node it creates carries ``metadata_props[FX_NODE]``; both
 together align an ONNX value with its FX node. Those values become graph outputs for one run of
 onnxruntime with graph optimizations off, so that no value is fused away.
 """
@@ -18,12 +18,10 @@ import numpy as np
 import onnx_ir as ir
 import onnxruntime as ort
 
+from ..metadata import FX_NODE, FX_OUTPUT
 from ..runtime import InferenceSession
 
 logger = logging.getLogger(__name__)
-
-FX_NODE = "pkg.torch.fx_node"
-FX_OUTPUT = "pkg.torch.fx_output"  # on a value: the FX output it holds, ``max:1`` for output 1 of ``max``
 
 
 def fx_groups(graph: ir.Graph) -> dict[str, list[ir.Node]]:

@@ -16,12 +16,11 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
+from ..errors import UnsupportedOpError
+from ..metadata import RANGE_CONSTRAINTS, capture_entries
 from ..provenance import target_key
 
 logger = logging.getLogger(__name__)
-
-_CAPTURE_PREFIX = "aten2onnx.capture."
-_RANGES_KEY = "aten2onnx.range_constraints"  # written by range_constraints.py: the ranges of the dynamic axes
 
 
 @dataclass
@@ -89,10 +88,8 @@ class ExportReport:
             named = [d if isinstance(d, int) else str(d) for d in dims]
             if any(not isinstance(d, int) for d in named):
                 self.dynamic_axes[value.name] = named
-        self.capture = {
-            k[len(_CAPTURE_PREFIX):]: v for k, v in model.metadata_props.items() if k.startswith(_CAPTURE_PREFIX)
-        }
-        self.refinements = _ranges(model.metadata_props.get(_RANGES_KEY))
+        self.capture = capture_entries(model.metadata_props)
+        self.refinements = _ranges(model.metadata_props.get(RANGE_CONSTRAINTS))
 
     # -- reading -----------------------------------------------------------------------------------------
     def to_markdown(self) -> str:
@@ -203,8 +200,6 @@ def recording(report: Any, filename: Any = None) -> Iterator[ExportReport]:
     try:
         yield rep
     except Exception as e:
-        from ..errors import UnsupportedOpError
-
         if isinstance(e, UnsupportedOpError):
             rep.missing_ops = dict(e.missing)
         rep.error = f"{type(e).__name__}: {e}"

@@ -13,9 +13,11 @@ import onnx
 import onnx_ir as ir
 import torch
 import torch.fx
+from torch.export.graph_signature import InputKind
 
+from ..metadata import FX_NODE
 from ..runtime import to_numpy
-from .onnx_run import FX_NODE, observed, result_values, run_unoptimized
+from .onnx_run import observed, result_values, run_unoptimized
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +26,7 @@ def save_repro(row: Any, context: Any, folder: str | os.PathLike) -> list[str]:
     """Writes ``model.onnx``, ``inputs.npz``, ``inputs.pt`` and ``repro.py`` for the FX node of ``row``
     (a :class:`~experimental.torch_interpreter.NodeDiscrepancy`) into ``folder``; returns the paths.
 
-    ``model.onnx`` holds the ONNX nodes whose ``metadata_props['pkg.torch.fx_node']`` is the node, its inputs
+    ``model.onnx`` holds the ONNX nodes whose ``metadata_props[FX_NODE]`` is the node, its inputs
     are the values they read (given in ``inputs.npz``, computed by PyTorch when the value is an FX node's
     result), the weights they read are initializers. ``repro.py`` calls the aten op on ``inputs.pt`` and
     compares with onnxruntime on ``model.onnx``.
@@ -152,8 +154,6 @@ def _torch_args(node: torch.fx.Node, context: Any) -> tuple[Any, Any]:
 
 
 def _all_inputs(context: Any) -> list[Any]:
-    from torch.export.graph_signature import InputKind
-
     user = iter(context.user_inputs)
     out = []
     for spec in context.ep.graph_signature.input_specs:

@@ -1,4 +1,5 @@
-"""``to_onnx(..., verify=True)``: onnxruntime on the export inputs against the exported program."""
+"""``to_onnx(..., verify=True)``: onnxruntime on the export inputs against the exported program, compared node by
+node by the engine (:mod:`.engine`), without exporting anything itself."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import onnx_ir as ir
 import torch
 
 from ..errors import VerificationError
-from .discrepancies import DiscrepancyReport, compare_exported
+from ..metadata import FX_NODE
+from .discrepancy_report import DiscrepancyReport
+from .engine import compare_exported
 from .report import ExportReport
 
 logger = logging.getLogger(__name__)
@@ -39,7 +42,7 @@ def verify_export(
     raise VerificationError(
         f"verify=True: the ONNX model differs from PyTorch on the export inputs (atol={atol:g}, rtol={rtol:g}); "
         f"the first FX node that differs is\n{first.describe()}\n"
-        "Check the converter of this aten op (its ONNX nodes carry metadata_props pkg.torch.fx_node="
+        f"Check the converter of this aten op (its ONNX nodes carry metadata_props {FX_NODE}="
         f"{first.fx_node!r}); find_discrepancies(...).first.save_repro(folder) writes a standalone repro.",
         found,
     )

@@ -11,9 +11,9 @@ import torch
 from ..context import NodeContext
 from ..dtypes import onnx_dtype
 from ..errors import ConversionError
-from ..python_op import custom_ops, table
+from ..python_op import custom_ops, encoding, table
 from ..python_op.attributes import DOMAIN, OP_TYPE, node_attributes
-from ..registry import register
+from ..registry import register, register_fallback
 
 
 @register("aten2onnx::python_op.default")
@@ -37,13 +37,15 @@ def aten2onnx_python_op(ctx: NodeContext, key: str, inputs: list[ir.Value]) -> t
     return tuple(results[1:])
 
 
+@register_fallback(custom_ops.PYTHON_OP)
 def custom_op_python_op(ctx: NodeContext, *args: Any, **kwargs: Any) -> ir.Value | tuple[ir.Value, ...]:
-    """Any custom op without converter (``mylib::op.overload``, registered per call by
-    ``python_op/custom_ops.py``): one PythonOp node whose ``func_name`` is ``torch.ops.mylib.op.overload``; output
-    0 is the context (INT64 [1]), the op's outputs follow, typed from the FakeTensors PyTorch computed."""
+    """Any custom op without converter (``mylib::op.overload``, handed out per export by
+    ``python_op/custom_ops.py``, which finds it as the registry's fallback ``python_op``): one PythonOp node
+    whose ``func_name`` is ``torch.ops.mylib.op.overload``, the call written as ``python_op/encoding.py`` says;
+    output 0 is the context (INT64 [1]), the op's outputs follow, typed from the FakeTensors PyTorch computed."""
     op = ctx.node.target
     where = f"node {ctx.node.name!r} ({ctx.key})"
-    call, tensors = custom_ops.custom_call(op, args, kwargs, lambda v: isinstance(v, ir.Value), where)
+    call, tensors = encoding.custom_call(op, args, kwargs, lambda v: isinstance(v, ir.Value), where)
     val = ctx.val
     outs = list(val) if isinstance(val, (tuple, list)) else [val]
     if not outs or not all(isinstance(o, torch.Tensor) for o in outs):

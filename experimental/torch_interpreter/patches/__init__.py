@@ -1,12 +1,53 @@
-"""The patches of :func:`experimental.torch_interpreter.bypass_export_some_errors`, one module per group."""
+"""The patch registry: every patch, one module per family, read through :func:`select`.
 
-from .base import Patch
+:func:`~experimental.torch_interpreter.bypass_export_some_errors` selects patches by group (its flags
+``patch_torch``, ``patch_transformers``...), the capture strategies by family (``control_flow`` for
+``control_flow_aliasing``, ``transformers_caches``, ``transformers_recurrences``): both read this one list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .base import Patch, applied
 from .control_flow import PATCHES as _CONTROL_FLOW
-from .torch_strict import PATCHES as _TORCH
-from .transformers_caches import PATCHES as _TRANSFORMERS
-from .transformers_recurrences import PATCHES as TRANSFORMERS_RECURRENCES
+from .torch_strict import PATCHES as _TORCH_STRICT
+from .transformers_caches import PATCHES as _TRANSFORMERS_CACHES
+from .transformers_recurrences import PATCHES as _TRANSFORMERS_RECURRENCES
+
+#: the patches of each family (the module defining them), families in the order they are applied
+FAMILIES: dict[str, tuple[Patch, ...]] = {
+    "torch_strict": tuple(_TORCH_STRICT),
+    "control_flow": tuple(_CONTROL_FLOW),
+    "transformers_caches": tuple(_TRANSFORMERS_CACHES),
+    "transformers_recurrences": tuple(_TRANSFORMERS_RECURRENCES),
+}
 
 #: every known patch, in the order they are applied
-ALL_PATCHES: list[Patch] = [*_TORCH, *_CONTROL_FLOW, *_TRANSFORMERS, *TRANSFORMERS_RECURRENCES]
+ALL_PATCHES: list[Patch] = [patch for family in FAMILIES.values() for patch in family]
 
-__all__ = ["ALL_PATCHES", "TRANSFORMERS_RECURRENCES", "Patch"]
+
+def select(groups: Iterable[str] | None = None, families: Iterable[str] | None = None) -> list[Patch]:
+    """The patches of ``groups`` (``"sympy"``, ``"torch"``, ``"transformers"``) and of ``families`` (keys of
+    :data:`FAMILIES`), in the order they are applied; None does not filter.
+
+    >>> [p.name for p in select(families=["control_flow"])]
+    ['torch.cond without aliasing', 'while_loop without aliasing', 'scan without aliasing']
+    >>> len(select(groups=["torch"])) == len(FAMILIES["torch_strict"]) + len(FAMILIES["control_flow"])
+    True
+    """
+    groups = None if groups is None else set(groups)
+    families = None if families is None else set(families)
+    unknown = sorted((families or set()) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"unknown patch families {unknown}; the families are {list(FAMILIES)}")
+    return [
+        patch
+        for family, patches in FAMILIES.items()
+        if families is None or family in families
+        for patch in patches
+        if groups is None or patch.group in groups
+    ]
+
+
+__all__ = ["ALL_PATCHES", "FAMILIES", "Patch", "applied", "select"]

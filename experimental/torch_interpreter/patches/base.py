@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 Undo = Callable[[], None]
 
@@ -26,6 +30,27 @@ class Patch:
     versions: str
     needed: Callable[[], bool]
     apply: Callable[[], Undo]
+
+
+@contextlib.contextmanager
+def applied(patches: Iterable[Patch]) -> Iterator[list[Patch]]:
+    """Applies those of ``patches`` the installed versions need, in order, and undoes them in reverse on exit;
+    gives the list of the patches applied.
+
+    >>> with applied([]) as done:
+    ...     done
+    []
+    """
+    undo: list[tuple[Patch, Undo]] = []
+    try:
+        for patch in patches:
+            if patch.needed():
+                undo.append((patch, patch.apply()))
+        yield [patch for patch, _ in undo]
+    finally:
+        for patch, fn in reversed(undo):
+            fn()
+            logger.debug("undid patch %r", patch.name)
 
 
 def replace_attribute(owner: Any, name: str, new: Any) -> Undo:

@@ -19,19 +19,27 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
-from .errors import DynamicShapeError, InputMismatchError
+from ..errors import DynamicShapeError, InputMismatchError
 
 
-@dataclass
+@dataclass(frozen=True)
 class DimSpec:
-    """The normalized spec: what torch.export receives, and the names to give back."""
+    """The normalized spec: what torch.export receives, and the names to give back.
+
+    Built once by :func:`normalize`; a capture strategy needing another spec makes a new one.
+    """
 
     torch_spec: Any
     #: keystr path of the tensor in ``(args, kwargs)`` -> (label for messages, {axis: user name or None})
     axes: dict[str, tuple[str, dict[int, str | None]]] = field(default_factory=dict)
 
     def describe(self) -> str:
-        """``x axis 0 ('batch'), mask axis 1 ('seq')``: the axes declared dynamic, for messages."""
+        """``x axis 0 ('batch'), mask axis 1 ('seq')``: the axes declared dynamic, for messages.
+
+        >>> x = torch.zeros(2, 3)
+        >>> normalize(None, (x,), {}, ({0: "batch"},)).describe()
+        "args_0 axis 0 ('batch')"
+        """
         return ", ".join(
             f"{label} axis {axis}" + (f" ({name!r})" if name else "")
             for label, names in self.axes.values()
@@ -39,8 +47,12 @@ class DimSpec:
         )
 
 
-def bind_inputs(forward: Any, args: tuple, kwargs: dict) -> inspect.BoundArguments:
-    """Binds the inputs to ``forward``'s signature, raising :class:`InputMismatchError` when they do not fit."""
+def bind_inputs(forward: Any, args: tuple, kwargs: dict) -> inspect.BoundArguments | None:
+    """Binds the inputs to ``forward``'s signature, raising :class:`InputMismatchError` when they do not fit.
+
+    >>> bind_inputs(torch.nn.Linear(2, 2).forward, (torch.zeros(1, 2),), {}).arguments["input"].shape
+    torch.Size([1, 2])
+    """
     try:
         sig = inspect.signature(forward)
     except (TypeError, ValueError):  # builtins without a signature
@@ -180,6 +192,12 @@ def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, d
 
     ``dynamic_shapes`` is a dict keyed by argument name, or a tuple with one entry per argument; for
     a ``forward(*args)`` the tuple may also have one entry per positional input.
+
+    >>> linear = torch.nn.Linear(2, 2)
+    >>> x = torch.zeros(3, 2)
+    >>> spec = normalize(bind_inputs(linear.forward, (x,), {}), (x,), {}, {"input": {0: "batch"}})
+    >>> spec.torch_spec == {"input": {0: torch.export.Dim.DYNAMIC}}, spec.axes
+    (True, {'[0][0]': ('input', {0: 'batch'})})
     """
     if dynamic_shapes is None:
         return DimSpec(None)
@@ -229,6 +247,12 @@ def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, k
     """Maps each symbol of the user inputs (``s43``) to the user's name (``batch``).
 
     Raises :class:`DynamicShapeError` when an axis the user declared dynamic was made static.
+
+    >>> x = torch.zeros(3, 2)
+    >>> spec = normalize(None, (x,), {}, ({0: "batch"},))
+    >>> ep = torch.export.export(torch.nn.ReLU(), (x,), dynamic_shapes=spec.torch_spec)
+    >>> list(symbol_names(ep, spec, (x,), {}).values())
+    ['batch']
     """
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
     user_nodes = [

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from torch._decomp import decomposition_table
 
 _aten = torch.ops.aten
 
@@ -42,9 +43,14 @@ def _shape_only(op: torch._ops.OpOverload, original: Any) -> Any:
 @contextlib.contextmanager
 def shape_only_rnn_kernels() -> Iterator[None]:
     """While capturing: the RNN ops compute their output shapes without unrolling the time loop,
-    so torch.export keeps the sequence length dynamic (the graph still holds ``aten.lstm.input``...)."""
-    from torch._decomp import decomposition_table
+    so torch.export keeps the sequence length dynamic (the graph still holds ``aten.lstm.input``...).
 
+    >>> lstm, x = torch.nn.LSTM(4, 8), torch.randn(5, 2, 4)
+    >>> with shape_only_rnn_kernels():
+    ...     ep = torch.export.export(lstm, (x,), dynamic_shapes=({0: torch.export.Dim.DYNAMIC},))
+    >>> [str(n.target) for n in ep.graph.nodes if "lstm" in str(n.target)]
+    ['aten.lstm.input']
+    """
     key = torch._C.DispatchKey.CompositeImplicitAutograd
     saved = []
     for op in _RNN_OPS:

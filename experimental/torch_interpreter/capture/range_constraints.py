@@ -7,12 +7,12 @@ torch.export gives every dynamic dimension a range (``ep.range_constraints``): `
 ExportedProgram checks these ranges on its inputs; an ONNX model has no such check, and another size gives
 another result than PyTorch, or an error. :func:`record` tells (a :class:`RangeConstraintWarning` naming the
 input, the axis and the range) and writes every input axis's range into the model's ``metadata_props``
-under :data:`METADATA_KEY` (JSON), where a runtime can check its inputs.
+under :data:`~experimental.torch_interpreter.metadata.RANGE_CONSTRAINTS` (JSON), where a runtime can check its
+inputs.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from collections.abc import Mapping
@@ -26,13 +26,10 @@ from torch.export.graph_signature import InputKind
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import bound_sympy
 
-from .errors import TorchInterpreterWarning
+from ..errors import TorchInterpreterWarning
+from ..metadata import RANGE_CONSTRAINTS, write_json
 
 logger = logging.getLogger(__name__)
-
-#: key of the model's ``metadata_props`` holding the ranges of the dynamic input axes (a JSON list)
-METADATA_KEY = "aten2onnx.range_constraints"
-
 
 
 class RangeConstraintWarning(TorchInterpreterWarning):
@@ -161,20 +158,26 @@ def record(
     declared_spec: Any = None,
 ) -> list[AxisRange]:
     """Warns (:class:`RangeConstraintWarning`) about each dynamic axis of ``ep``'s inputs that the model's
-    code narrowed, and writes the ranges of all of them into ``model.metadata_props[METADATA_KEY]``.
+    code narrowed, and writes the ranges of all of them into ``model.metadata_props[RANGE_CONSTRAINTS]``.
 
     Returns the narrowed axes. See :func:`axis_ranges` for the arguments.
+
+    >>> import onnx_ir as ir
+    >>> ep = torch.export.export(torch.nn.ReLU(), (torch.zeros(3),), dynamic_shapes=({0: torch.export.Dim.DYNAMIC},))
+    >>> model = ir.Model(ir.Graph([], [], nodes=[]), ir_version=10)
+    >>> record(ep, model, {}), model.metadata_props[RANGE_CONSTRAINTS][:30]
+    ([], '[{"input": "input", "axis": 0,')
     """
     found = axis_ranges(ep, [v.name for v in model.graph.inputs], dim_names, declared_spec)
     if not found:
         return []
-    model.metadata_props[METADATA_KEY] = json.dumps([asdict(r) for r in found])
+    write_json(model, RANGE_CONSTRAINTS, [asdict(r) for r in found])
     narrowed = [r for r in found if r.narrowed]
     for r in narrowed:
         message = (
             f"torch.export narrowed a dynamic axis: {r.describe()} (the model's code requires it: a "
             "torch._check, a slice of a fixed length, a reshape); onnxruntime does not check it (another size may give "
-            f"other results than PyTorch); the range is kept in metadata_props[{METADATA_KEY!r}] and this "
+            f"other results than PyTorch); the range is kept in metadata_props[{RANGE_CONSTRAINTS!r}] and this "
             "project's InferenceSession refuses sizes outside it"
         )
         logger.debug("%s", message)

@@ -8,15 +8,14 @@ torch.export checks the ranges of the dynamic axes (:mod:`.range_constraints`), 
 * ``aten::_assert_scalar`` nodes: runtime asserts torch.export keeps in the graph, which ONNX cannot express.
 
 :func:`record` writes each such condition over the input sizes into the model's ``metadata_props`` under
-:data:`METADATA_KEY` (JSON): the condition as a Python expression of ``shape(input name, axis)`` terms, and where it
-comes from (FX node, user's line). :class:`~experimental.torch_interpreter.InferenceSession` checks them on
-every run (:mod:`.runtime_guards`) and refuses inputs outside with a
-:class:`~experimental.torch_interpreter.RuntimeFeedError` instead of returning other numbers than PyTorch.
+:data:`~experimental.torch_interpreter.metadata.SHAPE_GUARDS` (JSON): the condition as a Python expression of
+``shape(input name, axis)`` terms, and where it comes from (FX node, user's line).
+:class:`~experimental.torch_interpreter.InferenceSession` checks them on every run and refuses inputs outside
+with a :class:`~experimental.torch_interpreter.RuntimeFeedError` instead of returning other numbers than PyTorch.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from collections.abc import Iterator
@@ -27,13 +26,11 @@ import sympy
 import torch
 from torch.export.graph_signature import InputKind
 
-from .provenance import source_line
+from ..metadata import SHAPE_GUARDS, write_json
+from ..provenance import source_line
 from .range_constraints import RangeConstraintWarning
 
 logger = logging.getLogger(__name__)
-
-#: key of the model's ``metadata_props`` holding the conditions on the input sizes (a JSON list)
-METADATA_KEY = "aten2onnx.shape_guards"
 
 
 def _input_axes(ep: torch.export.ExportedProgram, input_names: list[str]) -> dict[sympy.Symbol, str]:
@@ -80,7 +77,7 @@ def _conditions(ep: torch.export.ExportedProgram) -> Iterator[tuple[sympy.Basic,
 
 
 class _Printer(sympy.printing.str.StrPrinter):
-    """Python syntax for the conditions: ``==``, ``and``, ``//``, ``%`` (read back by runtime_guards)."""
+    """Python syntax for the conditions: ``==``, ``and``, ``//``, ``%`` (read back by the runtime's size checks)."""
 
     def _print_Equality(self, e: Any) -> str:
         return f"({self._print(e.lhs)} == {self._print(e.rhs)})"
@@ -145,18 +142,24 @@ def guards(ep: torch.export.ExportedProgram, input_names: list[str]) -> list[dic
 
 
 def record(ep: torch.export.ExportedProgram, model: ir.Model) -> list[dict[str, str]]:
-    """Writes :func:`guards` into ``model.metadata_props[METADATA_KEY]`` (nothing when there is none) and
-    warns (:class:`~experimental.torch_interpreter.RangeConstraintWarning`) about each."""
+    """Writes :func:`guards` into ``model.metadata_props[SHAPE_GUARDS]`` (nothing when there is none) and
+    warns (:class:`~experimental.torch_interpreter.RangeConstraintWarning`) about each.
+
+    >>> import onnx_ir as ir
+    >>> ep = torch.export.export(torch.nn.ReLU(), (torch.zeros(3),))
+    >>> record(ep, ir.Model(ir.Graph([], [], nodes=[]), ir_version=10))
+    []
+    """
     found = guards(ep, [v.name for v in model.graph.inputs])
     for g in found:
         message = (
             f"the exported graph relies on a condition on the input sizes that it does not check: {g['check']} "
             f"({g['why']}, FX node {g['node']!r}, {g['source']}); other sizes would give other results than "
-            f"PyTorch. It is kept in metadata_props[{METADATA_KEY!r}] and this project's InferenceSession "
+            f"PyTorch. It is kept in metadata_props[{SHAPE_GUARDS!r}] and this project's InferenceSession "
             "refuses inputs that break it"
         )
         warnings.warn(message, RangeConstraintWarning, stacklevel=3)
     if found:
-        model.metadata_props[METADATA_KEY] = json.dumps(found)
-        logger.info("%d conditions on the input sizes kept in metadata_props[%r]", len(found), METADATA_KEY)
+        write_json(model, SHAPE_GUARDS, found)
+        logger.info("%d conditions on the input sizes kept in metadata_props[%r]", len(found), SHAPE_GUARDS)
     return found

@@ -1,8 +1,8 @@
 """The conditions on input sizes an ONNX model carries in its ``metadata_props``, checked on the feeds.
 
-Two keys written by :func:`~experimental.torch_interpreter.to_onnx`: ``aten2onnx.range_constraints`` (the
-ranges torch.export narrowed on dynamic axes, :mod:`.range_constraints`) and ``aten2onnx.shape_guards``
-(conditions the graph relies on, :mod:`.shape_guards`). :class:`SizeChecks` reads them once and raises a
+Two keys written by :func:`~experimental.torch_interpreter.to_onnx` (:mod:`~experimental.torch_interpreter.metadata`):
+``RANGE_CONSTRAINTS`` (the ranges torch.export narrowed on dynamic axes) and ``SHAPE_GUARDS`` (conditions the graph
+relies on). :class:`SizeChecks` reads them once and raises a
 :class:`~experimental.torch_interpreter.RuntimeFeedError` naming the input, the axis, the condition and where
 it comes from when a feed breaks one. The conditions are Python expressions read by a small evaluator that
 accepts only integers, arithmetic, comparisons, ``and``/``or``/``not``, ``min``/``max``/``ceil``/``floor``
@@ -20,12 +20,10 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from .errors import RuntimeFeedError
+from ..errors import RuntimeFeedError
+from ..metadata import RANGE_CONSTRAINTS, SHAPE_GUARDS
 
 logger = logging.getLogger(__name__)
-
-RANGES_KEY = "aten2onnx.range_constraints"
-GUARDS_KEY = "aten2onnx.shape_guards"
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -90,7 +88,7 @@ def evaluate(text: str, shapes: Mapping[str, tuple[int, ...]]) -> Any:
 class SizeChecks:
     """The size conditions of a model (its ``metadata_props``), checked by :meth:`check` on every run.
 
-    >>> checks = SizeChecks({"aten2onnx.shape_guards": '[{"check": "shape(\\'x\\', 0) <= 6", "why": "w",'
+    >>> checks = SizeChecks({SHAPE_GUARDS: '[{"check": "shape(\\'x\\', 0) <= 6", "why": "w",'
     ...                      ' "node": "split", "source": "m.py:3"}]'})
     >>> checks.check({"x": (8, 2)})
     Traceback (most recent call last):
@@ -102,8 +100,8 @@ class SizeChecks:
         self.guards: list[dict[str, str]] = []
         self.ranges: list[dict[str, Any]] = []
         try:
-            self.guards = json.loads(metadata[GUARDS_KEY]) if GUARDS_KEY in metadata else []
-            ranges = json.loads(metadata[RANGES_KEY]) if RANGES_KEY in metadata else []
+            self.guards = json.loads(metadata[SHAPE_GUARDS]) if SHAPE_GUARDS in metadata else []
+            ranges = json.loads(metadata[RANGE_CONSTRAINTS]) if RANGE_CONSTRAINTS in metadata else []
             self.ranges = [r for r in ranges if r.get("narrowed")]
         except (ValueError, TypeError) as e:  # a model edited by hand: say so, check nothing
             logger.warning("size conditions of the model unreadable (%s): not checked", e)
@@ -122,8 +120,8 @@ class SizeChecks:
                 bounds = f">= {r['low']}" if r["high"] is None else f"in [{r['low']}, {r['high']}]"
                 raise RuntimeFeedError(
                     f"input {r['input']!r} axis {r['axis']} ({r['dim']!r}) is {size}, the exported graph needs it "
-                    f"{bounds} (torch.export narrowed that range: metadata_props[{RANGES_KEY!r}]); PyTorch would "
-                    "give other results or fail: export again with inputs of this size"
+                    f"{bounds} (torch.export narrowed that range: metadata_props[{RANGE_CONSTRAINTS!r}]); "
+                    "PyTorch would give other results or fail: export again with inputs of this size"
                 )
         known = {k: v for k, v in shapes.items() if v is not None}
         for g in self.guards:

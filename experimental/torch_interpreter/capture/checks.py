@@ -5,27 +5,22 @@
   A warning rather than an error: exporting a training graph is legitimate, forgetting ``eval()`` is
   the common mistake, and the warning names what to change;
 - a model returning no tensor: :class:`InvalidModelError` instead of a graph without outputs;
-- Python scalars baked into the graph: :class:`ConstantInputWarning` with their names and values.
+- Python scalars baked into the graph: :class:`ConstantInputWarning` with their names and values (recorded in
+  the model's metadata; the runtime refuses a feed for them).
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
 import logging
-import warnings
 from typing import Any
 
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
-from .errors import (
-    ConstantInputWarning,
-    InvalidModelError,
-    RuntimeFeedError,
-    TrainingModeWarning,
-)
+from ..errors import ConstantInputWarning, InvalidModelError, TrainingModeWarning
+from .caller import warn_at_caller
 
 logger = logging.getLogger(__name__)
 
@@ -72,24 +67,30 @@ def training_modules(model: torch.nn.Module) -> list[str]:
 
 
 def warn_training_mode(model: torch.nn.Module) -> None:
-    """Emits :class:`TrainingModeWarning` when ``model`` is in training mode with mode-dependent modules."""
+    """Emits :class:`TrainingModeWarning` when ``model`` is in training mode with mode-dependent modules.
+
+    >>> warn_training_mode(torch.nn.Linear(2, 2))  # in training mode, but nothing depends on it: no warning
+    """
     if not model.training:
         return
     names = training_modules(model)
     if not names:
         return
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-    warnings.warn(
+    warn_at_caller(
         f"the model is in training mode and these modules behave differently in eval mode: {shown}. "
         "The ONNX graph reproduces training behaviour (random dropout masks, batch statistics); call "
         "model.eval() before to_onnx for an inference graph.",
         TrainingModeWarning,
-        stacklevel=4,
+        above=1,
     )
 
 
 def check_outputs(ep: torch.export.ExportedProgram) -> None:
-    """Raises :class:`InvalidModelError` when the captured model returns no tensor."""
+    """Raises :class:`InvalidModelError` when the captured model returns no tensor.
+
+    >>> check_outputs(torch.export.export(torch.nn.ReLU(), (torch.zeros(2),)))  # a tensor: nothing to say
+    """
     output = next(n for n in ep.graph.nodes if n.op == "output")
     values = list(output.args[0]) if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
     user = [
@@ -125,33 +126,17 @@ def constant_inputs(ep: torch.export.ExportedProgram) -> dict[str, Any]:
 
 
 def warn_constant_inputs(constants: dict[str, Any]) -> None:
-    """Emits :class:`ConstantInputWarning` naming the scalars that became constants."""
+    """Emits :class:`ConstantInputWarning` naming the scalars that became constants.
+
+    >>> warn_constant_inputs({})  # none: no warning
+    """
     if not constants:
         return
     shown = ", ".join(f"{name}={value!r}" for name, value in constants.items())
-    warnings.warn(
+    warn_at_caller(
         f"Python scalar inputs were baked into the graph as constants: {shown}. The ONNX model has no input "
         "for them and computes with these values whatever is given at run time. Pass a tensor instead, or, "
         "for an int, declare it dynamic (dynamic_shapes={name: 'n'}) to get a 0-D int64 input.",
         ConstantInputWarning,
-        stacklevel=4,
+        above=1,
     )
-
-
-def constant_feeds(session: Any, names: list[str]) -> None:
-    """Raises :class:`RuntimeFeedError` when ``names`` (feeds the model has no input for) are scalars that
-    the export baked in as constants (``aten2onnx.capture.constant_inputs`` in the model's metadata)."""
-    if not names or not hasattr(session, "get_modelmeta"):
-        return
-    text = session.get_modelmeta().custom_metadata_map.get("aten2onnx.capture.constant_inputs")
-    if not text:
-        return
-    constants = ast.literal_eval(text)
-    baked = {n: constants[n] for n in names if n in constants}
-    if baked:
-        shown = ", ".join(f"{n!r} (exported as the constant {v!r})" for n, v in baked.items())
-        raise RuntimeFeedError(
-            f"the model has no input for {shown}: this scalar was baked into the graph at export, so another "
-            "value would be ignored. Export again with the value wanted, pass it as a tensor, or declare an int "
-            "dynamic in dynamic_shapes."
-        )

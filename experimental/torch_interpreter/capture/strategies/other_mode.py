@@ -1,0 +1,53 @@
+"""Strategy ``other_mode``: a capture failing in one strict mode is tried in the other; a warning says which worked.
+
+Non-strict capture (tracing Python) failing is retried in strict mode (dynamo), and the reverse, with every
+strategy after this one tried again; when both fail, the first error is raised, naming the second.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+
+from ...errors import CaptureStrategyWarning
+from ..caller import warn_at_caller
+from ..failures import Failure, FailureKind
+from ..report import CaptureReport
+from ..strategy import Attempt, Outcome, Strategy
+
+logger = logging.getLogger(__name__)
+
+
+def mode_name(strict: bool) -> str:
+    """``"strict"`` or ``"non-strict"``.
+
+    >>> mode_name(False)
+    'non-strict'
+    """
+    return "strict" if strict else "non-strict"
+
+
+class OtherMode(Strategy):
+    """Falls back on the other strict mode when a capture (not its dynamic shapes) failed."""
+
+    name = "other_mode"
+
+    def fallback(
+        self, attempt: Attempt, failure: Failure, run: Callable[[Attempt], Outcome], report: CaptureReport
+    ) -> Outcome | None:
+        if FailureKind.CAPTURE not in failure.kinds:
+            return None
+        first = failure.error
+        other = not attempt.strict
+        mode, other_mode = mode_name(attempt.strict), mode_name(other)
+        logger.info("%s capture failed, trying %s: %s", mode, other_mode, failure.first_line)
+        try:
+            outcome = run(replace(attempt, strict=other))
+        except Exception as second:
+            first.args = (f"{first.args[0]}\n(the {other_mode} capture failed too: {str(second).splitlines()[0]})",)
+            raise first from first.__cause__
+        note = f"{mode} capture failed ({failure.first_line}); {other_mode} capture worked"
+        report.use(self.name, note)
+        warn_at_caller(f"{note}: pass strict={other} to skip the failing attempt", CaptureStrategyWarning)
+        return outcome

@@ -1,0 +1,54 @@
+"""The one place the runtime turns a model given as a path, bytes, ``onnx.ModelProto`` or ``onnx_ir.Model`` into
+what it needs: what onnxruntime loads (a path or bytes), or an ``onnx.ModelProto``.
+
+The metadata of a model is read by :func:`experimental.torch_interpreter.metadata.read`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import onnx
+import onnx_ir as ir
+
+#: what the sessions accept as a model
+Model = str | os.PathLike | bytes | onnx.ModelProto | ir.Model
+
+
+def serialized(model: Any) -> str | bytes:
+    """``model`` as onnxruntime loads it: a path stays a path (its external data next to it), anything else
+    becomes bytes.
+
+    >>> proto = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], []))
+    >>> isinstance(serialized(proto), bytes), serialized("model.onnx")
+    (True, 'model.onnx')
+    """
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model)
+    if isinstance(model, ir.Model):
+        model = ir.to_proto(model)
+    if isinstance(model, onnx.ModelProto):
+        return model.SerializeToString()
+    if isinstance(model, bytes):
+        return model
+    raise TypeError(f"InferenceSession takes a path, bytes, onnx.ModelProto or onnx_ir.Model, not {type(model)}")
+
+
+def load(model: Any, external_data: bool = True) -> onnx.ModelProto:
+    """``model`` as an ``onnx.ModelProto`` (a proto is returned as it is); ``external_data=False`` leaves the
+    weights of a path in their files (enough to read the graph).
+
+    >>> proto = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], []))
+    >>> load(proto) is proto, load(proto.SerializeToString()).graph.name
+    (True, 'g')
+    """
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, ir.Model):
+        return ir.to_proto(model)
+    if isinstance(model, bytes):
+        return onnx.load_from_string(model)
+    if isinstance(model, (str, os.PathLike)):
+        return onnx.load(os.fspath(model), load_external_data=external_data)
+    raise TypeError(f"expected a path, bytes, onnx.ModelProto or onnx_ir.Model, not {type(model)}")

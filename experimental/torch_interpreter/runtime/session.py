@@ -1,0 +1,110 @@
+"""The low-level session: one ``onnxruntime.InferenceSession`` on a model without PythonOp nodes, the providers
+chosen (CUDA when present, the CPU when a CUDA session cannot start), the feeds checked (:mod:`.feeds`), torch
+tensors bound through DLPack without a copy.
+
+:class:`~experimental.torch_interpreter.InferenceSession` runs a plain model with it, and
+:class:`.python_op_session.PythonOpSession` each ONNX segment of a model cut at its PythonOp nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import torch
+
+from .. import metadata
+from .feeds import FeedChecks
+from .guards import SizeChecks
+from .model_loading import Model, serialized
+from .ort_values import CPU, CUDA, default_providers, feed_to_ortvalue, ortvalue_to_numpy, ortvalue_to_torch
+
+logger = logging.getLogger(__name__)
+
+
+class OrtSession:
+    """An ``onnxruntime.InferenceSession`` taking numpy arrays, torch tensors or Python scalars as feeds.
+
+    Without ``providers``, it chooses CUDA when onnxruntime-gpu and a GPU are present and falls back to the CPU
+    when the CUDA session cannot be created.
+
+    >>> import onnx
+    >>> from onnx import TensorProto, helper
+    >>> graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+    ...                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+    ...                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    >>> OrtSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": torch.tensor([-1.0, 0.0, 2.0])})[0]
+    array([0., 0., 2.], dtype=float32)
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        providers: Sequence[str] | None = None,
+        sess_options: ort.SessionOptions | None = None,
+    ):
+        content = serialized(model)
+        chosen = list(providers) if providers is not None else default_providers()
+        try:
+            self._sess = ort.InferenceSession(content, sess_options=sess_options, providers=chosen)
+        except Exception as e:  # a CUDA provider that cannot start: run on the CPU instead
+            if providers is not None or chosen == [CPU]:
+                raise
+            logger.warning("could not create a CUDA session (%s), falling back to the CPU", e)
+            self._sess = ort.InferenceSession(content, sess_options=sess_options, providers=[CPU])
+        self._input_types = {i.name: i.type for i in self._sess.get_inputs()}
+        # conditions on the input sizes the exported graph relies on (guards.py), scalars baked in at export
+        meta = metadata.read(self._sess)
+        self._checks = FeedChecks(self._sess.get_inputs(), SizeChecks(meta), meta)
+
+    # -- onnxruntime's interface -------------------------------------------------------------------------------
+    def get_inputs(self) -> list[Any]:
+        return self._sess.get_inputs()
+
+    def get_outputs(self) -> list[Any]:
+        return self._sess.get_outputs()
+
+    def get_providers(self) -> list[str]:
+        return self._sess.get_providers()
+
+    # -- running -----------------------------------------------------------------------------------------------
+    def run(
+        self,
+        output_names: Sequence[str] | None,
+        feeds: Mapping[str, Any],
+        run_options: ort.RunOptions | None = None,
+    ) -> list[np.ndarray]:
+        """Runs the model; returns numpy arrays, as onnxruntime does (bfloat16 as ``ml_dtypes.bfloat16``)."""
+        return [ortvalue_to_numpy(v) for v in self.run_ortvalues(output_names, feeds, run_options)]
+
+    def run_torch(
+        self,
+        output_names: Sequence[str] | None,
+        feeds: Mapping[str, Any],
+        run_options: ort.RunOptions | None = None,
+    ) -> list[torch.Tensor]:
+        """Same as :meth:`run` but returns torch tensors sharing onnxruntime's buffers."""
+        return [ortvalue_to_torch(v) for v in self.run_ortvalues(output_names, feeds, run_options)]
+
+    def run_ortvalues(
+        self,
+        output_names: Sequence[str] | None,
+        feeds: Mapping[str, Any],
+        run_options: ort.RunOptions | None = None,
+    ) -> list[ort.OrtValue]:
+        """Runs the model on ``OrtValue``; torch feeds are passed through DLPack without a copy."""
+        self._checks.check(feeds)
+        names = list(output_names) if output_names else [o.name for o in self._sess.get_outputs()]
+        binding = self._sess.io_binding()
+        on_cuda = CUDA in self.get_providers()
+        for name, value in feeds.items():
+            binding.bind_ortvalue_input(name, feed_to_ortvalue(value, self._input_types[name], on_cuda))
+        device = "cuda" if on_cuda else "cpu"
+        for name in names:
+            binding.bind_output(name, device)
+        self._sess.run_with_iobinding(binding, run_options)
+        return binding.get_outputs()
