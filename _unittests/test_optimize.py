@@ -12,7 +12,8 @@ import torch
 
 from helpers import Fn, check_model, op_types
 from experimental.torch_interpreter import InferenceSession, to_onnx
-from experimental.torch_interpreter.convert import _default_registry, translate
+from experimental.torch_interpreter.convert import translate
+from experimental.torch_interpreter.registry import default_registry
 from experimental.torch_interpreter.optimize import check_level, optimize_model
 
 transformers = pytest.importorskip("transformers")
@@ -228,7 +229,7 @@ def test_optimize_false_is_the_translation():
 
     x = torch.randn(2, 3)
     ep = torch.export.export(M(), (x,))
-    expected = [n.op_type for n in translate(ep, _default_registry(), {}, 18).graph]
+    expected = [n.op_type for n in translate(ep, default_registry, {}, 18).graph]
     assert op_types(to_onnx(M(), (x,), optimize=False)) == expected == ["Constant", "Mul", "Mul", "Sin", "Add"]
     assert op_types(check_model(M(), (x,))) == ["Mul", "Sin", "Add"]  # folded constant, one Mul
 

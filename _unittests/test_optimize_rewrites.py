@@ -1,17 +1,30 @@
-"""The rewrites of our own in the optimization levels (optimize/simplify.py, optimize/packed_projections.py):
+"""The rewrites of our own in the optimization levels (optimize/simplify.py, optimize/packed_projections.py...):
 each one removes nodes only where the computation stays the same; the numbers are compared with eager PyTorch
-on two shapes, and the cases that must stay as they are stay."""
+on two shapes, and the cases that must stay as they are stay. Then the pipeline itself (optimize/pipeline.py):
+its order and stages, the count each rewrite returns, a new rewrite added by one entry; and the onnxscript
+adapter (optimize/onnxscript_adapter.py): onnxscript's optimizer and fusions as onnxscript runs them, the no-op
+rules exact."""
 
 from __future__ import annotations
 
 import collections
 
 import onnx_ir as ir
+import onnxscript.optimizer
 import pytest
 import torch
+from onnxscript.rewriter import ort_fusions, pattern
 
 from helpers import Fn, check_model, op_types
 from experimental.torch_interpreter import to_onnx
+from experimental.torch_interpreter.optimize import pipeline
+from experimental.torch_interpreter.optimize.onnxscript_adapter import (
+    FOLD_INPUT_SIZE_LIMIT,
+    CanonicalAxesPass,
+    optimize_with_exact_constants,
+    ort_fusions_without_attention,
+)
+from experimental.torch_interpreter.optimize.rewrite import STAGES, Rewrite, rules
 
 MASK_DIMS = {0: "batch", 1: "seq"}
 
@@ -246,3 +259,135 @@ def test_fused_matmul_batch_transpose_runs():
     )
     fused = [n for n in onx.graph.node if n.op_type == "FusedMatMul"]
     assert fused and all(a.i == 0 for n in fused for a in n.attribute if a.name.startswith("transBatch")), fused
+
+
+# -- the pipeline ------------------------------------------------------------------------------------------------
+
+#: the pipeline as the documentation gives it (``_doc/design.rst``): (name, stage), in the order they run
+DOCUMENTED_PIPELINE = [
+    ("remove_unused", "translation"),
+    ("round_half_results", "translation"),
+    ("cast_before_transpose", "translation"),
+    ("onnxscript_optimizer", "default"),
+    ("gather_on_index_grid", "default"),
+    ("and_with_all_true", "default"),
+    ("scalar_round_trips", "default"),
+    ("register_dangling_constants", "default"),
+    ("split_constant_of_shape_casts", "default"),
+    ("repair_empty_reshapes", "default"),
+    ("canonical_axes", "onnxruntime"),
+    ("gelu", "onnxruntime"),
+    ("guard_after_merge_heads", "onnxruntime"),
+    ("onnxscript_fusions", "onnxruntime"),
+    ("fused_matmul_batch_transposes", "onnxruntime"),
+    ("skip_norms_unfused", "onnxruntime"),
+    ("where_between_transposes", "onnxruntime"),
+    ("attention_gqa", "onnxruntime"),
+    ("rotary_embedding", "onnxruntime"),
+    ("attention_bsd", "onnxruntime"),
+    ("packed_projections", "onnxruntime"),
+    ("packed_attention", "onnxruntime"),
+    ("import_ms_domain", "onnxruntime"),
+]
+
+
+def test_pipeline_order_and_stages():
+    """The order and stages are the documented ones; each stage is one block, in the order the stages run; each
+    rewrite says why it is there."""
+    assert [(r.name, r.level) for r in pipeline.PIPELINE] == DOCUMENTED_PIPELINE
+    levels = [r.level for r in pipeline.PIPELINE]
+    assert levels == sorted(levels, key=STAGES.index)
+    assert all(len(r.why) > 20 for r in pipeline.PIPELINE), [r.name for r in pipeline.PIPELINE if len(r.why) <= 20]
+    with pytest.raises(ValueError, match="level='fast'"):
+        Rewrite("fast", "fast", lambda model: 0, why="no such stage")
+
+
+def test_each_rewrite_returns_a_count():
+    """Every rewrite, applied in the pipeline's order to the raw translation of an encoder's self-attention,
+    returns a count; those that apply to it count what they did."""
+    torch.manual_seed(0)
+    model = to_onnx(_SelfAttention(), _attention_inputs(2, 5, "bool"), target_opset=23, optimize=False, as_ir=True)
+    counts = {}
+    for rewrite in pipeline.PIPELINE:
+        counts[rewrite.name] = rewrite.apply(model)
+        assert isinstance(counts[rewrite.name], int) and counts[rewrite.name] >= 0, (rewrite.name, counts)
+    fired = {name for name, count in counts.items() if count}
+    assert {"onnxscript_optimizer", "attention_bsd", "packed_projections", "packed_attention"} <= fired, counts
+    assert {(n.domain, n.op_type) for n in model.graph} >= {("com.microsoft", "Attention")}
+
+
+def _abs_of_abs(op, x):
+    return op.Abs(op.Abs(x))
+
+
+def _abs(op, x, **_):
+    return op.Abs(x)
+
+
+#: the module of a new rewrite: its rules
+ABS_OF_ABS = pattern.RewriteRuleSet([pattern.RewriteRule(_abs_of_abs, _abs)])
+
+
+def test_a_new_rewrite_is_one_module_and_one_line(monkeypatch):
+    """A new rewrite: its rules (``ABS_OF_ABS`` above) and one entry in ``PIPELINE``; ``to_onnx`` then runs it."""
+    model, x = Fn(lambda x: x.abs().abs() * 2), torch.randn(3, 4)
+    assert op_types(to_onnx(model, (x,))).count("Abs") == 2
+    entry = Rewrite("abs_of_abs", "default", rules(ABS_OF_ABS), why="Abs(Abs(x)) is Abs(x); after the folding")
+    monkeypatch.setattr(pipeline, "PIPELINE", (*pipeline.PIPELINE, entry))
+    assert op_types(check_model(model, (x,))).count("Abs") == 1
+    raw = to_onnx(model, (x,), optimize=False, as_ir=True)
+    assert pipeline.run_stage(raw, "default") == {"onnxscript_optimizer": 1, "abs_of_abs": 1}
+
+
+# -- the onnxscript adapter --------------------------------------------------------------------------------------
+
+
+def _near_no_ops(x):
+    """``x * 1``, ``x + 0``, ``x / 1``, ``x - 0`` (no-ops onnxscript removes), the same with constants off by
+    less than onnxscript's tolerance (not no-ops), and shape ops its other rules fold."""
+    y = ((x * 1 + 0) / 1 - 0).reshape(-1).reshape(x.shape).transpose(0, 1).transpose(0, 1)
+    return y + 1e-9, y * 1.000001
+
+
+def test_optimizer_is_onnxscripts_with_exact_no_ops():
+    """``optimize_with_exact_constants`` is onnxscript's optimizer, its no-op rules matching their constant
+    exactly: the same graph as ``onnxscript.optimizer.optimize`` once the near no-ops are taken out, which
+    onnxscript removes and we keep (the values change: ``1 / (x + 1e-12)`` is not ``1 / x``)."""
+    raw = to_onnx(Fn(_near_no_ops), (torch.randn(2, 3),), optimize=False, as_ir=True)
+    ours, theirs = raw.clone(), raw.clone()
+    optimize_with_exact_constants(ours)
+    onnxscript.optimizer.optimize(theirs, input_size_limit=FOLD_INPUT_SIZE_LIMIT)
+    assert [n.op_type for n in ours.graph] == ["Add", "Mul"], [n.op_type for n in ours.graph]
+    assert [n.op_type for n in theirs.graph] == ["Identity", "Identity"], [n.op_type for n in theirs.graph]
+    exact = to_onnx(Fn(lambda x: ((x * 1 + 0) / 1 - 0).reshape(-1).reshape(x.shape).transpose(0, 1).transpose(0, 1)
+                       * 2), (torch.randn(2, 3),), optimize=False, as_ir=True)
+    ours, theirs = exact.clone(), exact.clone()
+    optimize_with_exact_constants(ours)
+    onnxscript.optimizer.optimize(theirs, input_size_limit=FOLD_INPUT_SIZE_LIMIT)
+    assert ir.to_proto(ours) == ir.to_proto(theirs)
+
+
+class _NormGeluNorm(torch.nn.Module):
+    """RMSNorm, Linear, GELU, LayerNorm after a residual: onnxscript's fusions without attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(16))
+        self.linear, self.norm = torch.nn.Linear(16, 16), torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        h = self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+        return self.norm(x + torch.nn.functional.gelu(self.linear(h)))
+
+
+def test_ort_fusions_without_attention_is_onnxscripts():
+    """Where there is no attention, the retry's fusions are onnxscript's ``optimize_for_ort`` exactly."""
+    torch.manual_seed(0)
+    model = to_onnx(_NormGeluNorm(), (torch.randn(2, 5, 16),), as_ir=True)
+    CanonicalAxesPass()(model)
+    ours, theirs = model.clone(), model.clone()
+    counts = ort_fusions_without_attention(ours)
+    _, expected = ort_fusions.optimize_for_ort(theirs)
+    assert counts == expected, (counts, expected)
+    assert counts["rms_normalization"] == counts["skip_layer_normalization"] == 1, counts
+    assert ir.to_proto(ours) == ir.to_proto(theirs)

@@ -12,7 +12,6 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 import torch
-from onnx_ir.passes.common import RemoveUnusedNodesPass
 from torch.export.graph_signature import InputKind, OutputKind
 
 from .builder import GraphBuilder
@@ -25,15 +24,15 @@ from .errors import (
     InputMismatchError,
     InvalidModelError,
 )
-from .half_precision import cast_before_transpose, round_half_results
 from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .investigate.report import recording
 from .investigate.verify import verify_export
 from .logs import verbosity
 from .opsets import check_opset
-from .optimize import check_level, optimize_model, translation_opset
+from .optimize import check_level, optimize_model, run_stage, translation_opset
 from .python_op.capture import capture_autograd_functions
 from .python_op.custom_ops import with_custom_ops
+from . import ops  # noqa: F401  (importing the converters fills default_registry)
 from .registry import Registry, default_registry
 from .saving import save
 
@@ -129,7 +128,7 @@ def to_onnx(
         check_level(optimize)
         capture_report = None  # what the capture strategies applied (capture/)
         check_opset(target_opset)  # an opset onnx or onnxruntime cannot run: an error now, not at load
-        registry = registry or _default_registry()
+        registry = registry or default_registry
         if isinstance(model, torch.export.ExportedProgram):
             if dynamic_shapes is not None:
                 raise DynamicShapeError(
@@ -210,10 +209,8 @@ def translate(
         elif value is not None:
             builder.output(builder.const(value), name)
     model = builder.to_model(ir_version=IR_VERSION)
-    # converters may leave values nobody reads (a view overwritten by a mutation, an unused output)
-    RemoveUnusedNodesPass()(model)
-    round_half_results(model)  # half_precision.py: float16 results read in float32 keep their rounding
-    cast_before_transpose(model)  # half_precision.py: onnxruntime crashed on Transpose(bfloat16) -> Cast -> MatMul
+    # optimize/pipeline.py, the stage every level runs: values nobody reads removed, float16 rounding kept
+    run_stage(model, "translation")
     return model
 
 
@@ -295,8 +292,3 @@ def _normalize_inputs(args: Any, kwargs: Any) -> tuple[tuple, dict]:
         raise InputMismatchError(f"kwargs must be a dict, not {type(kwargs).__name__}")
     return args, kwargs
 
-
-def _default_registry() -> Registry:
-    from . import ops  # noqa: F401  (fills the registry once per process)
-
-    return default_registry

@@ -1,27 +1,27 @@
-"""Optimization of the translated graph: the generic level (standard ONNX) and the onnxruntime level.
+"""Optimization of the translated graph: a pipeline of rewrites (:mod:`.pipeline`), run by stage.
 
-``to_onnx(..., optimize=...)`` calls :func:`optimize_model` once the FX graph is translated:
+``to_onnx(..., optimize=...)`` calls :func:`optimize_model` once the FX graph is translated (the translation
+itself ends with the ``"translation"`` stage, at every level):
 
 * ``False``: the raw translation, one group of nodes per FX node;
-* ``True`` (default): constant folding, shape-op simplification, common subexpression elimination and unused
-  removal (:mod:`.passes`, built on onnxscript's optimizer and onnx-ir's passes), then exact rewrites of our
-  own where onnxscript has none (:mod:`.simplify`: transformers' padding-mask index grid...), standard ONNX
-  only;
+* ``True`` (default): the ``"default"`` stage: onnxscript's optimizer (constant folding, shape-op
+  simplification, common subexpression elimination, unused removal; :mod:`.onnxscript_adapter`), then exact
+  rewrites of our own where onnxscript has none (:mod:`.simplify`: transformers' padding-mask index grid...),
+  standard ONNX only;
 * ``"onnxruntime"``: the translation at opset :data:`ATTENTION_OPSET` at least (:func:`translation_opset`:
   ``scaled_dot_product_attention`` becomes one ONNX ``Attention`` node, which onnxruntime runs as one kernel,
   grouped-query heads included, and which returns 0 on the rows a mask hides entirely as PyTorch does), the
-  generic level, then fusions into the kernels onnxruntime runs
+  ``"default"`` stage, then the ``"onnxruntime"`` stage: fusions into the kernels onnxruntime runs
   (``SimplifiedLayerNormalization``, ``SkipSimplifiedLayerNormalization``, ``SkipLayerNormalization``,
-  ``FastGelu``/``BiasGelu``, ``FusedMatMul``, ``RotaryEmbedding``..., ``MultiHeadAttention`` below opset 23)
-  (:mod:`.ort_fusions`), ``Attention`` on ``[batch, sequence, hidden]`` with the cache as its past inputs
-  (:mod:`.attention_bsd`), the query/key/value projections of one input packed into one ``MatMul``
-  (:mod:`.packed_projections`) and, in encoders, given with the attention to ``com.microsoft::Attention``
-  (:mod:`.packed_attention`); a residual + norm fusion whose CPU kernel is the slower is given back
-  (:mod:`.skip_norm`);
-  the model needs onnxruntime (or a runtime implementing the ``com.microsoft`` domain).
+  ``FastGelu``/``BiasGelu``, ``FusedMatMul``, ``RotaryEmbedding``..., ``MultiHeadAttention`` below opset 23),
+  ``Attention`` on ``[batch, sequence, hidden]`` with the cache as its past inputs (:mod:`.attention_bsd`), the
+  query/key/value projections of one input packed into one ``MatMul`` (:mod:`.packed_projections`) and, in
+  encoders, given with the attention to ``com.microsoft::Attention`` (:mod:`.packed_attention`); a residual +
+  norm fusion whose CPU kernel is the slower is given back (:mod:`.skip_norm`); the model needs onnxruntime (or
+  a runtime implementing the ``com.microsoft`` domain).
 
-Metadata (``pkg.torch.fx_node``, ``pkg.torch.source``...) stays on every node that remains; a fused node
-carries the metadata its nodes shared.
+The provenance metadata of the nodes (:mod:`experimental.torch_interpreter.metadata`) stays on every node that
+remains; a fused node carries the metadata its nodes shared.
 """
 
 from __future__ import annotations
@@ -29,9 +29,12 @@ from __future__ import annotations
 import logging
 import time
 
+import onnx
 import onnx_ir as ir
 
-from .passes import optimize_generic
+from ..opsets import onnxruntime_max_opset
+from .pipeline import PIPELINE, run_stage
+from .rewrite import Rewrite
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +75,6 @@ def translation_opset(level: bool | str | None, target_opset: int) -> int:
     """
     if check_level(level) != "onnxruntime" or target_opset >= ATTENTION_OPSET:
         return target_opset
-    import onnx
-
-    from ..opsets import onnxruntime_max_opset
-
     ort_max = onnxruntime_max_opset()
     if onnx.defs.onnx_opset_version() < ATTENTION_OPSET or ort_max is None or ort_max < ATTENTION_OPSET:
         logger.info("optimize='onnxruntime': opset %d kept, onnx or onnxruntime lacks opset %d", target_opset,
@@ -85,7 +84,8 @@ def translation_opset(level: bool | str | None, target_opset: int) -> int:
 
 
 def optimize_model(model: ir.Model, level: bool | str = True) -> ir.Model:
-    """Optimizes ``model`` in place at ``level`` and returns it (see the module's docstring).
+    """Optimizes ``model`` in place at ``level`` and returns it (see the module's docstring): the ``"default"``
+    stage of :data:`~.pipeline.PIPELINE`, then its ``"onnxruntime"`` stage at that level.
 
     :param model: the translated model (``to_onnx(..., optimize=False, as_ir=True)``)
     :param level: ``True``/``"default"``, ``"onnxruntime"``, or ``False``/``"none"`` (nothing done)
@@ -110,12 +110,8 @@ def optimize_model(model: ir.Model, level: bool | str = True) -> ir.Model:
         return model
     begin = time.perf_counter()
     before = len(model.graph)
-    optimize_generic(model)
-    counts: dict[str, int] = {}
-    if name == "onnxruntime":
-        from .ort_fusions import fuse_for_onnxruntime
-
-        counts = fuse_for_onnxruntime(model)
+    run_stage(model, "default")
+    counts = run_stage(model, "onnxruntime") if name == "onnxruntime" else {}
     logger.info(
         "optimize=%r: %d -> %d nodes in %.3fs%s",
         level,
@@ -127,4 +123,13 @@ def optimize_model(model: ir.Model, level: bool | str = True) -> ir.Model:
     return model
 
 
-__all__ = ["ATTENTION_OPSET", "LEVELS", "check_level", "optimize_model", "translation_opset"]
+__all__ = [
+    "ATTENTION_OPSET",
+    "LEVELS",
+    "PIPELINE",
+    "Rewrite",
+    "check_level",
+    "optimize_model",
+    "run_stage",
+    "translation_opset",
+]

@@ -10,15 +10,18 @@ between the split and the attention (:mod:`.rotary`) moves before the split, wit
 
 Only with ``is_causal=0`` when there is a cache (the causal alignment of a query shorter than the keys is not
 the same in both), and only where every dimension is checked from the recorded shapes.
+
+Written by hand: each of the three inputs may or may not go through a cache ``Concat`` or a ``RotaryEmbedding``
+(no fixed pattern), and the new node also replaces the concatenations read as outputs (values that are not the
+matched root's); the split and merge nodes, left unused, are removed after it.
 """
 
 from __future__ import annotations
 
 import onnx_ir as ir
-from onnx_ir.passes import InPlacePass, PassResult
-from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from .graph_match import dims, int64s, producer, same_dim, typed
+from .rewrite import CountingPass
 
 _SWAP = [0, 2, 1, 3]
 
@@ -86,22 +89,38 @@ def _with_past(value: ir.Value, attention: ir.Node) -> tuple[ir.Value, ir.Value]
     return concat.inputs[0], concat.inputs[1]
 
 
-class AttentionOnBsdPass(InPlacePass):
+class AttentionOnBsdPass(CountingPass):
     """``Attention`` whose query, key and value are split heads (and key and value maybe a cache concatenation),
-    whose result is merged → ``Attention`` on the 3-D tensors, past and present as inputs and outputs."""
+    whose result is merged → ``Attention`` on the 3-D tensors, past and present as inputs and outputs; ``count``
+    is the attention nodes rewritten.
 
-    def call(self, model: ir.Model) -> PassResult:
-        graph, self.count = model.graph, 0
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import to_onnx
+        >>> from experimental.torch_interpreter.optimize.pipeline import named
+        >>> class Heads(torch.nn.Module):
+        ...     def forward(self, q, k, v, past_k, past_v):
+        ...         split = lambda t: t.view(t.shape[0], t.shape[1], 2, 4).transpose(1, 2)
+        ...         k, v = torch.cat([past_k, split(k)], 2), torch.cat([past_v, split(v)], 2)
+        ...         y = torch.nn.functional.scaled_dot_product_attention(split(q), k, v)
+        ...         return y.transpose(1, 2).reshape(q.shape), k, v
+        >>> inputs = (*(torch.randn(2, 3, 8) for _ in "qkv"), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4))
+        >>> m = to_onnx(Heads(), inputs, target_opset=23, as_ir=True)
+        >>> named("attention_bsd").apply(m), [n.op_type for n in m.graph]
+        (1, ['Attention'])
+    """
+
+    def rewrite(self, model: ir.Model) -> int:
+        graph, count = model.graph, 0
         for node in list(graph):
             if node.op_type != "Attention" or node.domain not in ("", "ai.onnx"):
                 continue
             if len(node.inputs) > 4 or len(node.outputs) != 1 or len(dims(node.inputs[0]) or []) != 4:
                 continue
             if self._rewrite(graph, node):
-                self.count += 1
-        if self.count:
-            RemoveUnusedNodesPass()(model)
-        return PassResult(model, self.count > 0)
+                count += 1
+        return count
 
     @staticmethod
     def _rewrite(graph: ir.Graph, node: ir.Node) -> bool:
@@ -158,26 +177,3 @@ def _rope_on_bsd(x: ir.Value, rope: ir.Node, heads: int, new_nodes: list[ir.Node
     new_nodes.append(node)
     return node.outputs[0]
 
-
-def attention_on_bsd(model: ir.Model) -> dict[str, int]:
-    """Applies :class:`AttentionOnBsdPass` in place; returns ``{"attention_bsd": n}`` when ``n > 0``.
-
-    Example::
-
-        >>> import torch
-        >>> from experimental.torch_interpreter import to_onnx
-        >>> from experimental.torch_interpreter.optimize.attention_bsd import attention_on_bsd
-        >>> class Heads(torch.nn.Module):
-        ...     def forward(self, q, k, v, past_k, past_v):
-        ...         split = lambda t: t.view(t.shape[0], t.shape[1], 2, 4).transpose(1, 2)
-        ...         k, v = torch.cat([past_k, split(k)], 2), torch.cat([past_v, split(v)], 2)
-        ...         y = torch.nn.functional.scaled_dot_product_attention(split(q), k, v)
-        ...         return y.transpose(1, 2).reshape(q.shape), k, v
-        >>> inputs = (*(torch.randn(2, 3, 8) for _ in "qkv"), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4))
-        >>> m = to_onnx(Heads(), inputs, target_opset=23, as_ir=True)
-        >>> attention_on_bsd(m), [n.op_type for n in m.graph]
-        ({'attention_bsd': 1}, ['Attention'])
-    """
-    rewrite = AttentionOnBsdPass()
-    rewrite(model)
-    return {"attention_bsd": rewrite.count} if rewrite.count else {}

@@ -6,6 +6,9 @@ transformers repeats the key and value heads in Python when a mask is given (``r
 heads than query heads and maps query head ``h`` to key/value head ``h // g``, which is what the repetition
 computes: :class:`RepeatedHeadsIntoAttentionPass` removes it (six nodes per layer, and the copies of the
 cache they make).
+
+Written by hand: it changes two inputs of the ``Attention`` node in place (the repetitions, left unused, are
+removed after it) and needs the same number of groups on the key and the value, two chains of three nodes.
 """
 
 from __future__ import annotations
@@ -14,10 +17,9 @@ import logging
 
 import numpy as np
 import onnx_ir as ir
-from onnx_ir.passes import InPlacePass, PassResult
-from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from .graph_match import dims, producer, same_dim
+from .rewrite import CountingPass
 
 logger = logging.getLogger(__name__)
 
@@ -49,37 +51,15 @@ def unrepeated_heads(value: ir.Value) -> ir.Value | None:
     return source
 
 
-class RepeatedHeadsIntoAttentionPass(InPlacePass):
+class RepeatedHeadsIntoAttentionPass(CountingPass):
     """``Attention(q, repeat(k), repeat(v), ...)`` → ``Attention(q, k, v, ...)`` (ONNX ``Attention``, main
     domain, 4-D inputs), both or neither: :func:`unrepeated_heads` must find the repetition on the key and on
-    the value, with the same number of groups."""
-
-    def call(self, model: ir.Model) -> PassResult:
-        count = 0
-        for node in list(model.graph):
-            if node.op_type != "Attention" or node.domain not in ("", "ai.onnx") or len(node.inputs) < 3:
-                continue
-            k, v = unrepeated_heads(node.inputs[1]), unrepeated_heads(node.inputs[2])
-            if k is None or v is None or not same_dim(node.inputs[1].shape[1], node.inputs[2].shape[1]):
-                continue
-            if not same_dim(k.shape[1], v.shape[1]):
-                continue
-            node.replace_input_with(1, k)
-            node.replace_input_with(2, v)
-            count += 1
-        if count:
-            RemoveUnusedNodesPass()(model)
-        self.count = count
-        return PassResult(model, count > 0)
-
-
-def attention_without_repeated_heads(model: ir.Model) -> dict[str, int]:
-    """Applies :class:`RepeatedHeadsIntoAttentionPass` in place; returns ``{"attention_gqa": n}`` when ``n > 0``.
+    the value, with the same number of groups; ``count`` is the attention nodes changed.
 
     Example::
 
         >>> import onnx_ir as ir
-        >>> from experimental.torch_interpreter.optimize.attention_heads import attention_without_repeated_heads
+        >>> from experimental.torch_interpreter.optimize.pipeline import named
         >>> q = ir.val("q", ir.DataType.FLOAT, [2, 4, 5, 8])
         >>> kv = [ir.val(n, ir.DataType.FLOAT, [2, 2, 5, 8]) for n in "kv"]
         >>> def const(name, values):
@@ -98,9 +78,21 @@ def attention_without_repeated_heads(model: ir.Model) -> dict[str, int]:
         >>> g = ir.Graph([q, *kv], att.outputs, nodes=[*nodes, att], initializers=[axes, shape5, shape4],
         ...              opset_imports={"": 23})
         >>> m = ir.Model(g, ir_version=10)
-        >>> attention_without_repeated_heads(m), [n.op_type for n in m.graph]
-        ({'attention_gqa': 1}, ['Attention'])
+        >>> named("attention_gqa").apply(m), [n.op_type for n in m.graph]
+        (1, ['Attention'])
     """
-    rewrite = RepeatedHeadsIntoAttentionPass()
-    rewrite(model)
-    return {"attention_gqa": rewrite.count} if rewrite.count else {}
+
+    def rewrite(self, model: ir.Model) -> int:
+        count = 0
+        for node in list(model.graph):
+            if node.op_type != "Attention" or node.domain not in ("", "ai.onnx") or len(node.inputs) < 3:
+                continue
+            k, v = unrepeated_heads(node.inputs[1]), unrepeated_heads(node.inputs[2])
+            if k is None or v is None or not same_dim(node.inputs[1].shape[1], node.inputs[2].shape[1]):
+                continue
+            if not same_dim(k.shape[1], v.shape[1]):
+                continue
+            node.replace_input_with(1, k)
+            node.replace_input_with(2, v)
+            count += 1
+        return count

@@ -10,16 +10,18 @@ Masked rows: that kernel adds the mask as a bias, so a query row the boolean mas
 of the values where PyTorch (and ONNX ``Attention``) give 0. A ``Where`` on "the row sees a key" (computed
 once per mask) sets those rows to 0 after the kernel. Additive (float) masks and causal attention are left
 to ONNX ``Attention``.
+
+Written by hand: the mask's bias and row guard are made once per mask and shared by the layers, state that spans
+the matches; the packed projections and ONNX ``Attention`` nodes, left unused, are removed after it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import onnx_ir as ir
-from onnx_ir.passes import InPlacePass, PassResult
-from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from .graph_match import dims, initializer, int64s, only_used_by, producer, same_dim, typed
+from .rewrite import CountingPass
 
 #: the attributes of ONNX ``Attention`` this rewrite knows (any other: the node is left alone)
 _KNOWN = frozenset({"q_num_heads", "kv_num_heads", "scale", "is_causal"})
@@ -64,19 +66,37 @@ def _bool_mask(attention: ir.Node, x: ir.Value) -> ir.Value | None | bool:
     return mask
 
 
-class PackedAttentionPass(InPlacePass):
-    """See the module's docstring; ``count`` is the attention nodes rewritten."""
+class PackedAttentionPass(CountingPass):
+    """See the module's docstring; ``count`` is the attention nodes rewritten.
 
-    def call(self, model: ir.Model) -> PassResult:
-        graph, self.count = model.graph, 0
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import to_onnx
+        >>> class SelfAttention(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.q, self.k, self.v = (torch.nn.Linear(16, 16) for _ in range(3))
+        ...     def forward(self, x, mask):
+        ...         split = lambda t: t.view(t.shape[0], t.shape[1], 4, 4).transpose(1, 2)
+        ...         y = torch.nn.functional.scaled_dot_product_attention(
+        ...             split(self.q(x)), split(self.k(x)), split(self.v(x)), attn_mask=mask)
+        ...         return y.transpose(1, 2).reshape(x.shape) * 2
+        >>> x, mask = torch.randn(2, 5, 16), torch.ones(2, 1, 5, 5, dtype=torch.bool)
+        >>> m = to_onnx(SelfAttention(), (x, mask), optimize="onnxruntime", as_ir=True)
+        >>> [(n.domain, n.op_type) for n in m.graph if n.op_type in ("Attention", "MatMul", "Split")]
+        [('com.microsoft', 'Attention')]
+    """
+
+    def rewrite(self, model: ir.Model) -> int:
+        graph, count = model.graph, 0
         masks: dict[int, tuple[ir.Value, ir.Value]] = {}
         for node in list(graph):
             if node.op_type == "Attention" and node.domain in ("", "ai.onnx") and self._rewrite(graph, node, masks):
-                self.count += 1
-        if self.count:
-            RemoveUnusedNodesPass()(model)
+                count += 1
+        if count:
             model.opset_imports.setdefault("com.microsoft", 1)
-        return PassResult(model, self.count > 0)
+        return count
 
     @staticmethod
     def _rewrite(graph: ir.Graph, node: ir.Node, masks: dict) -> bool:
@@ -146,28 +166,3 @@ class PackedAttentionPass(InPlacePass):
         masks[key] = (where.outputs[0], rows.outputs[0], zero)
         return masks[key]
 
-
-def attention_on_packed_projections(model: ir.Model) -> dict[str, int]:
-    """Applies :class:`PackedAttentionPass` in place; returns ``{"packed_attention": n}`` when ``n > 0``.
-
-    Example::
-
-        >>> import torch
-        >>> from experimental.torch_interpreter import to_onnx
-        >>> class SelfAttention(torch.nn.Module):
-        ...     def __init__(self):
-        ...         super().__init__()
-        ...         self.q, self.k, self.v = (torch.nn.Linear(16, 16) for _ in range(3))
-        ...     def forward(self, x, mask):
-        ...         split = lambda t: t.view(t.shape[0], t.shape[1], 4, 4).transpose(1, 2)
-        ...         y = torch.nn.functional.scaled_dot_product_attention(
-        ...             split(self.q(x)), split(self.k(x)), split(self.v(x)), attn_mask=mask)
-        ...         return y.transpose(1, 2).reshape(x.shape) * 2
-        >>> x, mask = torch.randn(2, 5, 16), torch.ones(2, 1, 5, 5, dtype=torch.bool)
-        >>> m = to_onnx(SelfAttention(), (x, mask), optimize="onnxruntime", as_ir=True)
-        >>> [(n.domain, n.op_type) for n in m.graph if n.op_type in ("Attention", "MatMul", "Split")]
-        [('com.microsoft', 'Attention')]
-    """
-    rewrite = PackedAttentionPass()
-    rewrite(model)
-    return {"packed_attention": rewrite.count} if rewrite.count else {}

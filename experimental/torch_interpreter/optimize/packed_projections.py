@@ -7,6 +7,9 @@ shrink (two projections without bias: Llama's gate and up) stay as they are.
 
 The packed weight is a lazy tensor, concatenated when the model is serialized: the translation's weights are
 not copied before, and a weight another node also reads is not packed (it would be stored twice).
+
+Written by hand: a global rewrite, the projections are grouped by the value they read over the whole graph; the
+``MatMul`` and ``Add`` nodes, left unused, are removed after it.
 """
 
 from __future__ import annotations
@@ -15,10 +18,9 @@ from collections.abc import Callable
 
 import numpy as np
 import onnx_ir as ir
-from onnx_ir.passes import InPlacePass, PassResult
-from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from .graph_match import initializer, int64s, only_used_by, producer
+from .rewrite import CountingPass
 
 
 def _constant_weight(value: ir.Value, matmul: ir.Node) -> tuple[Callable[[], np.ndarray], list[int]] | None:
@@ -80,11 +82,27 @@ def _packed(parts: list[dict], dtype: ir.DataType) -> ir.LazyTensor:
     return ir.LazyTensor(concat, dtype=dtype, shape=ir.Shape([k, total]))
 
 
-class PackedProjectionsPass(InPlacePass):
-    """Packs the projections of one input (see the module's docstring); ``count`` is the groups packed."""
+class PackedProjectionsPass(CountingPass):
+    """Packs the projections of one input (see the module's docstring); ``count`` is the groups packed.
 
-    def call(self, model: ir.Model) -> PassResult:
-        graph, self.count = model.graph, 0
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import to_onnx
+        >>> from experimental.torch_interpreter.optimize.pipeline import named
+        >>> class QKV(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.q, self.k, self.v = (torch.nn.Linear(8, n) for n in (8, 4, 4))
+        ...     def forward(self, x):
+        ...         return self.q(x) * 2, self.k(x) - 1, self.v(x) + 1
+        >>> m = to_onnx(QKV(), (torch.randn(2, 3, 8),), as_ir=True)
+        >>> named("packed_projections").apply(m), [n.op_type for n in m.graph][:3]
+        (1, ['MatMul', 'Add', 'Split'])
+    """
+
+    def rewrite(self, model: ir.Model) -> int:
+        graph, count = model.graph, 0
         groups: dict[tuple, list[dict]] = {}
         for node in graph:
             part = _projection(node)
@@ -94,10 +112,8 @@ class PackedProjectionsPass(InPlacePass):
         for (_, biased, _), parts in groups.items():
             if len(parts) >= (2 if biased else 3):
                 self._pack(graph, parts, biased)
-                self.count += 1
-        if self.count:
-            RemoveUnusedNodesPass()(model)
-        return PassResult(model, self.count > 0)
+                count += 1
+        return count
 
     @staticmethod
     def _pack(graph: ir.Graph, parts: list[dict], biased: bool) -> None:
@@ -133,25 +149,3 @@ class PackedProjectionsPass(InPlacePass):
             part["out"].replace_all_uses_with(new)
             new.name, part["out"].name = part["out"].name, None
 
-
-def pack_projections(model: ir.Model) -> dict[str, int]:
-    """Applies :class:`PackedProjectionsPass` in place; returns ``{"packed_projections": n}`` when ``n > 0``.
-
-    Example::
-
-        >>> import torch
-        >>> from experimental.torch_interpreter import to_onnx
-        >>> from experimental.torch_interpreter.optimize.packed_projections import pack_projections
-        >>> class QKV(torch.nn.Module):
-        ...     def __init__(self):
-        ...         super().__init__()
-        ...         self.q, self.k, self.v = (torch.nn.Linear(8, n) for n in (8, 4, 4))
-        ...     def forward(self, x):
-        ...         return self.q(x) * 2, self.k(x) - 1, self.v(x) + 1
-        >>> m = to_onnx(QKV(), (torch.randn(2, 3, 8),), as_ir=True)
-        >>> pack_projections(m), [n.op_type for n in m.graph][:3]
-        ({'packed_projections': 1}, ['MatMul', 'Add', 'Split'])
-    """
-    rewrite = PackedProjectionsPass()
-    rewrite(model)
-    return {"packed_projections": rewrite.count} if rewrite.count else {}

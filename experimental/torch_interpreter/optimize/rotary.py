@@ -7,6 +7,9 @@ expects ``torch.onnx.export``'s spelling of ``cos`` (a ``MatMul`` of the frequen
 none in ours. :class:`RotaryPass` matches ours and writes ``RotaryEmbedding(x, cos(f), sin(f))``: the caches of
 half width, one row per position of ``x`` (no ``position_ids``), computed once for all layers; onnxruntime wants
 their batch equal to the input's, they are expanded when ``f`` has a batch of 1.
+
+Written by hand: the caches are shared by every rotation of the same frequencies (made once, before the first),
+state that spans the matches; the replaced ``Mul``/``Neg``/``Slice`` nodes, left unused, are removed after it.
 """
 
 from __future__ import annotations
@@ -14,10 +17,9 @@ from __future__ import annotations
 import itertools
 
 import onnx_ir as ir
-from onnx_ir.passes import InPlacePass, PassResult
-from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from .graph_match import dims, int64s, ints, producer, same_dim, typed
+from .rewrite import CountingPass
 
 #: the first opset with ``RotaryEmbedding`` in the main domain
 ROTARY_OPSET = 23
@@ -62,14 +64,36 @@ def _frequencies(cos4: ir.Value, sin4: ir.Value) -> ir.Value | None:
     return found[0] if found[0] is found[1] else None
 
 
-class RotaryPass(InPlacePass):
+class RotaryPass(CountingPass):
     """``x * cos + rotate_half(x) * sin`` (either operand order) → ``RotaryEmbedding(x, cos(f), sin(f))`` on a
-    float32 ``x`` of shape ``[B, H, S, D]``, ``D`` known, ``f`` of shape ``[B or 1, S, D/2]``."""
+    float32 ``x`` of shape ``[B, H, S, D]``, ``D`` known, ``f`` of shape ``[B or 1, S, D/2]``, from opset
+    :data:`ROTARY_OPSET` on; ``count`` is the rotations fused.
 
-    def call(self, model: ir.Model) -> PassResult:
-        graph, self.count = model.graph, 0
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import to_onnx
+        >>> from experimental.torch_interpreter.optimize.pipeline import named
+        >>> def rotate_half(x):
+        ...     return torch.cat((-x[..., 4:], x[..., :4]), dim=-1)
+        >>> class Rope(torch.nn.Module):
+        ...     def forward(self, x, pos):
+        ...         f = pos[:, :, None].float() * torch.arange(1, 5).float()
+        ...         emb = torch.cat((f, f), dim=-1)
+        ...         cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+        ...         return x * cos + rotate_half(x) * sin
+        >>> x, pos = torch.randn(2, 3, 5, 8), torch.arange(5).expand(2, 5)
+        >>> m = to_onnx(Rope(), (x, pos), target_opset=23, as_ir=True)
+        >>> named("rotary_embedding").apply(m)
+        1
+        >>> [n.op_type for n in m.graph if n.op_type in ("RotaryEmbedding", "Neg", "Slice")]
+        ['RotaryEmbedding']
+    """
+
+    def rewrite(self, model: ir.Model) -> int:
+        graph, count = model.graph, 0
         if model.opset_imports.get("", 0) < ROTARY_OPSET:
-            return PassResult(model, False)
+            return 0
         caches: dict[tuple, tuple[ir.Value, ir.Value]] = {}
         for add in list(graph):
             if add.op_type != "Add" or add.domain not in ("", "ai.onnx"):
@@ -83,10 +107,8 @@ class RotaryPass(InPlacePass):
             typed(rope, add.outputs[0])
             rope.metadata_props.update(add.metadata_props)
             ir.convenience.replace_nodes_and_values(graph, add, [], [rope], [add.outputs[0]], [rope.outputs[0]])
-            self.count += 1
-        if self.count:
-            RemoveUnusedNodesPass()(model)
-        return PassResult(model, self.count > 0)
+            count += 1
+        return count
 
     @staticmethod
     def _match(add: ir.Node) -> tuple[ir.Value, ir.Value] | None:
@@ -157,28 +179,3 @@ def _batch_size(graph: ir.Graph, x: ir.Value) -> tuple[ir.Value, list[ir.Node]]:
     node = typed(ir.node("Shape", [x], attributes={"start": 0, "end": 1}), dtype=ir.DataType.INT64, shape=[1])
     return node.outputs[0], [node]
 
-
-def fuse_rotary(model: ir.Model) -> dict[str, int]:
-    """Applies :class:`RotaryPass` in place; returns ``{"rotary_embedding": n}`` when ``n > 0``.
-
-    Example::
-
-        >>> import torch
-        >>> from experimental.torch_interpreter import to_onnx
-        >>> from experimental.torch_interpreter.optimize.rotary import fuse_rotary
-        >>> def rotate_half(x):
-        ...     return torch.cat((-x[..., 4:], x[..., :4]), dim=-1)
-        >>> class Rope(torch.nn.Module):
-        ...     def forward(self, x, pos):
-        ...         f = pos[:, :, None].float() * torch.arange(1, 5).float()
-        ...         emb = torch.cat((f, f), dim=-1)
-        ...         cos, sin = emb.cos()[:, None], emb.sin()[:, None]
-        ...         return x * cos + rotate_half(x) * sin
-        >>> x, pos = torch.randn(2, 3, 5, 8), torch.arange(5).expand(2, 5)
-        >>> m = to_onnx(Rope(), (x, pos), target_opset=23, as_ir=True)
-        >>> fuse_rotary(m), [n.op_type for n in m.graph if n.op_type in ("RotaryEmbedding", "Neg", "Slice")]
-        ({'rotary_embedding': 1}, ['RotaryEmbedding'])
-    """
-    rewrite = RotaryPass()
-    rewrite(model)
-    return {"rotary_embedding": rewrite.count} if rewrite.count else {}

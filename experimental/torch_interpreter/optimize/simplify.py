@@ -7,6 +7,11 @@ Each one removes nodes the translation of a common PyTorch idiom leaves and onnx
 * :func:`and_with_all_true`: ``And(x, all true)`` is ``x`` when the all-true side does not broadcast ``x``
   to a larger shape;
 * :func:`scalar_round_trips`: ``Reshape(Squeeze(v), [1])`` of a one-element 1-D ``v`` is ``v``.
+
+Written by hand, not as onnxscript rules: :func:`gather_on_index_grid` matches one ``Concat`` input per axis of the
+data (no fixed pattern); the other two make the readers of a node read one of its inputs, which keeps its name,
+where onnxscript's rewriter gives the replaced output's name to its replacement (the input would be renamed) or
+leaves an ``Identity``. The nodes they leave unused are removed after them (``cleanup`` in the pipeline).
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ def _grid_axes(gather: ir.Node) -> list[int] | None:
     return axes
 
 
-def gather_on_index_grid(graph: ir.Graph) -> int:
+def gather_on_index_grid(model: ir.Model) -> int:
     """``GatherND(data, grid)`` → ``Unsqueeze(data, other axes)`` when ``grid[..., k]`` is ``arange`` of the
     size of ``data``'s axis ``k`` along an axis of its own (in the order of ``data``'s axes); returns how many.
 
@@ -87,6 +92,7 @@ def gather_on_index_grid(graph: ir.Graph) -> int:
         >>> [n.op_type for n in m.graph]
         ['Unsqueeze', 'Not']
     """
+    graph = model.graph
     changed = 0
     for node in list(graph):
         if node.op_type != "GatherND" or node.domain not in ("", "ai.onnx") or len(node.inputs) != 2:
@@ -124,7 +130,7 @@ def _all_true(value: ir.Value | None) -> bool:
     return attr is not None and bool(np.all(attr.as_tensor().numpy()))
 
 
-def and_with_all_true(graph: ir.Graph) -> int:
+def and_with_all_true(model: ir.Model) -> int:
     """``And(x, t)`` (either order) → ``x`` when ``t`` is all true and the output has ``x``'s shape; returns
     how many.
 
@@ -140,7 +146,7 @@ def and_with_all_true(graph: ir.Graph) -> int:
         ['Greater', 'Not']
     """
     changed = 0
-    for node in list(graph):
+    for node in list(model.graph):
         if node.op_type != "And" or node.domain not in ("", "ai.onnx") or len(node.inputs) != 2:
             continue
         out = dims(node.outputs[0])
@@ -155,7 +161,7 @@ def and_with_all_true(graph: ir.Graph) -> int:
     return changed
 
 
-def scalar_round_trips(graph: ir.Graph) -> int:
+def scalar_round_trips(model: ir.Model) -> int:
     """``Reshape(Squeeze(v), [1])`` or ``Unsqueeze(Squeeze(v), [0])`` → ``v`` when ``v`` is 1-D of one element
     (a size read with ``Shape(start, end)``, made a Python int, then a 1-D tensor again); returns how many.
 
@@ -171,7 +177,7 @@ def scalar_round_trips(graph: ir.Graph) -> int:
         ['Shape', 'Reshape', 'Slice']
     """
     changed = 0
-    for node in list(graph):
+    for node in list(model.graph):
         if node.op_type not in ("Reshape", "Unsqueeze") or node.domain not in ("", "ai.onnx"):
             continue
         squeeze = producer(node.inputs[0], "Squeeze")
@@ -182,15 +188,3 @@ def scalar_round_trips(graph: ir.Graph) -> int:
         if dims(v) == [1] and (len(squeeze.inputs) < 2 or ints(squeeze.inputs[1]) in ([0], [-1])):
             changed += _replace(node, v)
     return changed
-
-
-def simplify(model: ir.Model) -> dict[str, int]:
-    """Applies the rewrites of this module to the main graph in place; returns how many each did (those
-    that did). The nodes left unused are for the caller's unused-node removal."""
-    graph = model.graph
-    counts = {
-        "gather_on_index_grid": gather_on_index_grid(graph),
-        "and_with_all_true": and_with_all_true(graph),
-        "scalar_round_trips": scalar_round_trips(graph),
-    }
-    return {k: v for k, v in counts.items() if v}

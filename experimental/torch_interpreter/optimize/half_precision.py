@@ -11,6 +11,12 @@ which is what PyTorch computes.
 :func:`cast_before_transpose` works around a crash: onnxruntime 1.31 (all optimizations, CPU) segfaults while
 creating a session for ``Transpose(bfloat16) -> Cast(float) -> MatMul`` (``F.linear`` of a transposed
 bfloat16 tensor); ``Cast -> Transpose`` (the same values) is read fine.
+
+Both are rewrites of the pipeline's ``"translation"`` stage (:mod:`.pipeline`): they run at every level,
+``optimize=False`` included. Written by hand: :func:`round_half_results` rewrites a node of any number of float16
+inputs and outputs, each input cast once however many times the node reads it; :func:`cast_before_transpose`
+removes the ``Cast`` and keeps the ``Transpose`` when something else reads it, where onnxscript's rewriter
+removes every matched node or none.
 """
 
 from __future__ import annotations
