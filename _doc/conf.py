@@ -34,6 +34,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "supported_ops",
     "patch_table",
+    "architecture",
 ]
 
 templates_path: list[str] = []

@@ -19,7 +19,10 @@ from typing import Any
 
 import torch
 
+from .convert import to_onnx
 from .errors import InvalidModelError, TorchInterpreterError
+from .investigate.discrepancies import find_discrepancies
+from .investigate.report import ExportReport
 
 logger = logging.getLogger(__name__)
 
@@ -125,9 +128,6 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _export(ns: argparse.Namespace) -> int:
-    from .convert import to_onnx
-    from .investigate.report import ExportReport
-
     model, args, kwargs, dynamic_shapes = load_factory(ns.factory)
     report = ExportReport()
     output = os.path.join(ns.dump, os.path.basename(ns.output)) if ns.dump and ns.output == "model.onnx" else ns.output
@@ -171,8 +171,6 @@ def _copy_model(output: str, folder: str) -> None:
 
 
 def _compare(ns: argparse.Namespace) -> int:
-    from .investigate.discrepancies import find_discrepancies
-
     model, args, kwargs, dynamic_shapes = load_factory(ns.factory)
     report = find_discrepancies(model, args, kwargs, dynamic_shapes, atol=ns.atol, rtol=ns.rtol,
                                 strict=ns.strict, target_opset=ns.opset, verbose=ns.verbose)
