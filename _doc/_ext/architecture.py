@@ -16,17 +16,19 @@ from sphinx.util.docutils import SphinxDirective
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAYOUT_TEST = os.path.join(HERE, "..", "..", "_unittests", "test_layout.py")
 
-#: where each layer is drawn (column, row), the pipeline from left to right, the front on top
+#: where each layer is drawn (column, row): the front on top, the pipeline from left to right, the base below all
 POSITIONS = {
-    "front": (1.5, 3),
-    "investigate": (2.6, 2),
-    "capture": (0, 1),
-    "translation": (1.2, 1),
-    "optimize": (2.4, 1),
-    "runtime": (3.6, 1),
-    "patches": (0, 0),
-    "base": (1.8, 0),
+    "front": (1.8, 3.0),
+    "investigate": (3.0, 2.15),
+    "capture": (0.0, 1.3),
+    "translation": (1.2, 1.3),
+    "optimize": (2.4, 1.3),
+    "runtime": (3.6, 1.3),
+    "patches": (0.0, 0.45),
+    "contract": (2.4, 0.45),
 }
+#: the base layer, a bar under the others (every layer imports it: its counts are written in it)
+BASE_Y = -0.35
 
 
 def _layout():
@@ -48,34 +50,44 @@ def layer_imports(layout) -> Counter:
 
 
 def draw(layout, path: str) -> None:
+    """The layers as boxes, the imports between them as arrows with their count; the base layer as a bar."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch
 
     counts = layer_imports(layout)
     modules = Counter(layout.layer_of(m) for m in layout.MODULES)
-    fig, ax = plt.subplots(figsize=(9, 4.6))
+    fig, ax = plt.subplots(figsize=(9.5, 5.2))
     width, height = 0.95, 0.42
+
+    def box(x, y, w, label, sub, color):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - height / 2), w, height, boxstyle="round,pad=0.02",
+                                    facecolor=color, edgecolor="#345"))
+        ax.text(x, y + 0.07, label, ha="center", va="center", fontsize=12, weight="bold")
+        ax.text(x, y - 0.11, sub, ha="center", va="center", fontsize=8.5, color="#444")
+
     for layer, (x, y) in POSITIONS.items():
-        ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.02",
-                                    facecolor="#e8f0fe" if layer != "front" else "#fde8d8", edgecolor="#345"))
-        ax.text(x, y + 0.06, layer, ha="center", va="center", fontsize=12, weight="bold")
-        ax.text(x, y - 0.11, f"{modules[layer]} modules", ha="center", va="center", fontsize=9, color="#444")
+        color = {"front": "#fde8d8", "contract": "#eef7e8"}.get(layer, "#e8f0fe")
+        box(x, y, width, layer, f"{modules[layer]} modules", color)
+    into_base = ", ".join(f"{a} {n}" for (a, b), n in sorted(counts.items()) if b == "base")
+    box(1.8, BASE_Y, 4.6, "base", f"{modules['base']} modules, imported by every layer ({into_base})", "#f4f4f4")
     for (a, b), n in sorted(counts.items()):
-        if a == "front":  # the front imports every layer: drawn once, as a legend, not as 7 arrows
+        if a == "front" or b == "base":  # drawn as the caption and the base bar, not as arrows
             continue
         (x0, y0), (x1, y1) = POSITIONS[a], POSITIONS[b]
-        ax.annotate("", xy=(x1, y1 + (height / 2 if y1 < y0 else 0)), xytext=(x0, y0 - (height / 2 if y1 < y0 else 0)),
-                    arrowprops=dict(arrowstyle="->", color="#567", lw=0.8 + 0.08 * min(n, 30),
-                                    shrinkA=2, shrinkB=2, connectionstyle="arc3,rad=0.08"))
-        ax.text((x0 + x1) / 2, (y0 + y1) / 2, str(n), fontsize=8, color="#a33", ha="center",
-                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none"))
-    ax.text(1.5, 3.33, "the front (to_onnx, cli, bypass_export_some_errors) imports every layer", ha="center",
+        down = y1 < y0
+        start = (x0, y0 - height / 2 if down else y0 + height / 2)
+        end = (x1, y1 + height / 2 if down else y1 - height / 2)
+        ax.annotate("", xy=end, xytext=start,
+                    arrowprops=dict(arrowstyle="-|>", color="#567", lw=1 + 0.1 * min(n, 20), shrinkA=1, shrinkB=1))
+        ax.text((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, str(n), fontsize=9, color="#a33", ha="center",
+                va="center", bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+    ax.text(1.8, 3.33, "the front (to_onnx, cli, bypass_export_some_errors) may import every layer", ha="center",
             fontsize=9, color="#444")
     ax.set_xlim(-0.6, 4.2)
-    ax.set_ylim(-0.4, 3.5)
+    ax.set_ylim(-0.65, 3.45)
     ax.axis("off")
-    ax.set_title("Layers of experimental.torch_interpreter: an arrow is 'imports', its number the module imports",
-                 fontsize=10)
+    ax.set_title("The layers of experimental.torch_interpreter: an arrow means 'imports', its number counts the "
+                 "module imports", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

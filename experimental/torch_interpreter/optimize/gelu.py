@@ -27,12 +27,29 @@ import onnx_ir as ir
 from onnxscript.rewriter import pattern
 
 
-class _GeluFusion(pattern.RewriteRuleClassBase):
+class _MicrosoftGelu(pattern.RewriteRuleClassBase):
+    """The check and the replacement of the GELU rules: ``com.microsoft::Gelu``, or ``FastGelu`` for the tanh
+    form, on float32 only; a subclass gives the pattern."""
+
+    def __init__(self, name: str, tanh: bool) -> None:
+        super().__init__(name)
+        self._tanh = tanh
+
+    def check(self, context: Any, x: ir.Value, **_: Any) -> pattern.MatchResult:
+        result = pattern.MatchResult()
+        if x.dtype != ir.DataType.FLOAT:
+            return result.fail("the CPU kernels take float32 only", x)
+        return result
+
+    def rewrite(self, op: Any, x: ir.Value, **_: Any) -> ir.Value:
+        return op.FastGelu(x, _domain="com.microsoft") if self._tanh else op.Gelu(x, _domain="com.microsoft")
+
+
+class _GeluFusion(_MicrosoftGelu):
     """``(x * 0.5) * (erf(x * sqrt(0.5)) + 1)`` → ``com.microsoft::Gelu``, or the tanh form → ``FastGelu``."""
 
     def __init__(self, name: str, tanh: bool, cube_as_pow: bool = True) -> None:
-        super().__init__(name)
-        self._tanh = tanh
+        super().__init__(name, tanh)
         self._pow = cube_as_pow
 
     def pattern(self, op: Any, x: ir.Value) -> ir.Value:
@@ -44,35 +61,13 @@ class _GeluFusion(pattern.RewriteRuleClassBase):
             t = op.Erf(op.Mul(x, math.sqrt(0.5)))
         return op.Mul(op.Mul(x, 0.5), op.Add(t, 1.0))
 
-    def check(self, context: Any, x: ir.Value, **_: Any) -> pattern.MatchResult:
-        result = pattern.MatchResult()
-        if x.dtype != ir.DataType.FLOAT:
-            return result.fail("the CPU kernels take float32 only", x)
-        return result
 
-    def rewrite(self, op: Any, x: ir.Value, **_: Any) -> ir.Value:
-        return op.FastGelu(x, _domain="com.microsoft") if self._tanh else op.Gelu(x, _domain="com.microsoft")
-
-
-class _OnnxGelu(pattern.RewriteRuleClassBase):
+class _OnnxGelu(_MicrosoftGelu):
     """ONNX ``Gelu`` (opset 20, what ``aten::gelu`` becomes from that opset on) → ``com.microsoft::Gelu`` or
     ``FastGelu``: onnxscript's ``BiasGelu`` fusion reads the former, and the CPU kernels are these."""
 
-    def __init__(self, name: str, tanh: bool) -> None:
-        super().__init__(name)
-        self._tanh = tanh
-
     def pattern(self, op: Any, x: ir.Value) -> ir.Value:
         return op.Gelu(x, approximate="tanh" if self._tanh else "none")
-
-    def check(self, context: Any, x: ir.Value, **_: Any) -> pattern.MatchResult:
-        result = pattern.MatchResult()
-        if x.dtype != ir.DataType.FLOAT:
-            return result.fail("the CPU kernels take float32 only", x)
-        return result
-
-    def rewrite(self, op: Any, x: ir.Value, **_: Any) -> ir.Value:
-        return op.FastGelu(x, _domain="com.microsoft") if self._tanh else op.Gelu(x, _domain="com.microsoft")
 
 
 #: GELU spelled as ``aten::gelu``'s translation and transformers' tanh GELU write it (operands commuted too)
