@@ -61,12 +61,14 @@ def _decomposed(
     k: ir.Value,
     v: ir.Value,
     bias: ir.Value | None,
+    seen: ir.Value | None,
     is_causal: bool,
     scale: float | None,
     enable_gqa: bool,
     vals: tuple[Any, Any, Any],
 ) -> ir.Value:
-    """softmax(Q·K^T * scale + bias)·V with sqrt(scale) applied to Q and K (as PyTorch's math kernel)."""
+    """softmax(Q·K^T * scale + bias)·V with sqrt(scale) applied to Q and K (as PyTorch's math kernel); 0 on the
+    rows ``bias`` hides entirely (``seen``: the boolean mask ``bias`` comes from, None for a float mask)."""
     qv, kv, vv = vals
     dtype = q.dtype
     r = qv.dim()
@@ -95,14 +97,25 @@ def _decomposed(
         scores = ctx.op("Add", scores, bias)
     out = ctx.op("MatMul", ctx.op("Softmax", scores, axis=-1), v)
     if bias is not None:
-        # Softmax gives NaN on a row of -inf; PyTorch returns 0 for such rows.
-        if ctx.opset >= 18:
-            row_max = ctx.op("ReduceMax", bias, ctx.const([-1], INT64), keepdims=1)
-        else:
-            row_max = ctx.op("ReduceMax", bias, axes=[-1], keepdims=1)
-        hidden = ctx.op("Equal", row_max, ctx.const(-math.inf, dtype))
-        out = ctx.op("Where", hidden, ctx.const(0, dtype), out)
+        out = ctx.op("Where", _hides_row(ctx, bias, seen), ctx.const(0, dtype), out)
     return out
+
+
+def _hides_row(ctx: NodeContext, bias: ir.Value, seen: ir.Value | None) -> ir.Value:
+    """True on the query rows the mask hides entirely, where Softmax gives NaN and PyTorch 0. Read from the mask
+    (no head axis, not the scores), on values 0 and 1 only: ``seen`` (the boolean mask) holds no True on the row,
+    or every value of ``bias`` (a float mask) is ``-inf`` (a NaN counts as seen: its row stays NaN, as in PyTorch).
+
+    Not ``ReduceMax(bias) == -inf``: onnxruntime's CUDA ReduceMax starts from the lowest finite float32 and
+    returns it for a row of ``-inf``, so that test never held there and the NaN rows stayed (issue 25). uint8:
+    a cast of a boolean to float costs ten times more on the CPU.
+    """
+    keys = ctx.const([-1], INT64)
+    if seen is not None:
+        seen_row = ctx.op("ReduceMax", ctx.cast(seen, ir.DataType.UINT8), keys, keepdims=1)
+        return ctx.op("Not", ctx.cast(seen_row, BOOL))
+    hidden = ctx.cast(ctx.op("Equal", bias, ctx.const(-math.inf, bias.dtype)), ir.DataType.UINT8)
+    return ctx.cast(ctx.op("ReduceMin", hidden, keys, keepdims=1), BOOL)
 
 
 @register("aten::scaled_dot_product_attention.default")
@@ -158,11 +171,12 @@ def aten_scaled_dot_product_attention(
                 mask = ctx.op("Expand", mask, lengths)
         out = ctx.op("Attention", q, k, v, mask, is_causal=int(is_causal), scale=scale)
     else:
-        bias = None
+        bias = seen = None
         if attn_mask is not None:
             if attn_mask.dtype == BOOL:  # True keeps the position
                 bias = ctx.op("Where", attn_mask, ctx.const(0, dtype), ctx.const(-math.inf, dtype))
+                seen = attn_mask
             else:
                 bias = ctx.cast(attn_mask, dtype)
-        out = _decomposed(ctx, q, k, v, bias, is_causal, scale, enable_gqa, (qv, kv, vv))
+        out = _decomposed(ctx, q, k, v, bias, seen, is_causal, scale, enable_gqa, (qv, kv, vv))
     return ctx.cast(out, out_dtype)

@@ -313,6 +313,12 @@ def _cumulative_extremum(ctx: NodeContext, self: ir.Value, dim: int, largest: bo
         ctx.const([-1], INT64),
         keepdims=0,
     )
+    if floats:
+        # no hit: the values so far are all the infinity and the reduction did not return it (onnxruntime's CUDA
+        # kernels start from the lowest (largest) finite float32): that infinity, at the last position, as PyTorch
+        none = ctx.op("Less", index, ctx.const(0, INT64))
+        values = ctx.op("Where", none, lowest, values)
+        index = ctx.op("Where", none, j, index)
     if axis != rank - 1:
         inverse = [perm.index(i) for i in range(rank)]
         values, index = (ctx.op("Transpose", v, perm=inverse) for v in (values, index))

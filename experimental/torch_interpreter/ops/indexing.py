@@ -657,7 +657,14 @@ def aten_embedding_bag(
             ctx.const(float("-inf"), c),
         )
         out = ctx.op("ReduceMax", masked, ctx.const([1], INT64), keepdims=0)
-        out = ctx.op("Where", ctx.op("IsInf", out, detect_positive=0), ctx.const(0.0, c), out)
+        # where no member is above -inf: 0 for an empty bag, else -inf, as PyTorch (onnxruntime's CUDA ReduceMax
+        # gives the lowest finite float32 there): counts of members, and of members above -inf, by MatMul
+        above = ctx.cast(ctx.op("Not", ctx.op("Equal", rows, ctx.const(float("-inf"), c))), c)
+        none_above = ctx.op("Equal", ctx.op("MatMul", weights, above), ctx.const(0.0, c))  # [bags, D]
+        members = ctx.op("ReduceSum", weights, ctx.const([1], INT64), keepdims=1)  # [bags, 1]
+        fill = ctx.op("Where", ctx.op("Greater", members, ctx.const(0.0, c)), ctx.const(float("-inf"), c),
+                      ctx.const(0.0, c))
+        out = ctx.op("Where", none_above, fill, out)
     else:
         out = ctx.op("MatMul", weights, rows)
         if mode == 1:

@@ -21,6 +21,7 @@ from ..registry import register
 from ._common import (
     BOOL,
     INT64,
+    extremum_as_pytorch,
     filled,
     kernel_op,
     normalize_dim,
@@ -373,7 +374,9 @@ def _matrix_norm(ctx: NodeContext, x: ir.Value, ord: Any, dims: Sequence[int], k
             return _zeros(ctx, x.dtype)  # PyTorch's value for an empty matrix
         inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
         sums = ctx.op("ReduceSum", ctx.op("Abs", x), ctx.const([inner], INT64), keepdims=1)
-        out = ctx.op("ReduceMax" if ord > 0 else "ReduceMin", sums, ctx.const([outer], INT64), keepdims=1)
+        op_type, ax = "ReduceMax" if ord > 0 else "ReduceMin", ctx.const([outer], INT64)
+        # NaN kept (onnxruntime's kernels skip it), +inf when every sum is (CUDA's ReduceMin: the largest float)
+        out = extremum_as_pytorch(ctx, op_type, sums, ctx.op(op_type, sums, ax, keepdims=1), [ax], True)
         return out if keepdim else ctx.op("Squeeze", out, ctx.const(sorted([d0, d1]), INT64))
     raise NotImplementedError(f"matrix norm ord={ord!r} needs singular values, which ONNX cannot compute")
 
@@ -507,9 +510,11 @@ def aten_logdet(ctx: NodeContext, self: ir.Value) -> ir.Value:
 @register("aten::linalg_slogdet.default", "aten::slogdet.default")
 def aten_linalg_slogdet(ctx: NodeContext, A: ir.Value) -> tuple[ir.Value, ir.Value]:
     """linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)"""
-    det = _det(ctx, A)
+    det = ctx.cast(_det(ctx, A), opmath_dtype(ctx.out_dtype))
     dtype = ctx.out_dtype
-    return ctx.cast(ctx.op("Sign", det), dtype), ctx.cast(ctx.op("Log", ctx.op("Abs", det)), dtype)
+    # the sign of a NaN determinant is 0 in PyTorch and onnxruntime's CUDA Sign, NaN in its CPU Sign
+    sign = ctx.op("Where", ctx.op("IsNaN", det), ctx.const(0, det.dtype), ctx.op("Sign", det))
+    return ctx.cast(sign, dtype), ctx.cast(ctx.op("Log", ctx.op("Abs", det)), dtype)
 
 
 @register("aten::pdist.default", "aten::_pdist_forward.default")

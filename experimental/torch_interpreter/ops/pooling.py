@@ -21,6 +21,7 @@ from ._common import (
     INT64,
     Ints,
     dim_of,
+    extremum_as_pytorch,
     filled,
     kernel_dtype,
     kernel_op,
@@ -297,12 +298,12 @@ def _dynamic_window_reduce(ctx: NodeContext, x: ir.Value, out: int, largest: boo
     else:
         low = int(np.iinfo(x.dtype.numpy()).min)
     windows = ctx.op("Where", mask, grid, ctx.const(low, x.dtype))
-    values = ctx.op("ReduceMax", windows, ctx.const([-1], INT64), keepdims=0)
-    if x.dtype in FLOAT_TYPES:  # a NaN in the window wins, as in PyTorch
-        nan = ctx.op("And", mask, ctx.op("IsNaN", grid))
-        any_nan = ctx.op("Cast", ctx.op("ReduceMax", ctx.cast(nan, ir.DataType.UINT8), ctx.const([-1], INT64),
-                                        keepdims=0), to=ir.DataType.BOOL)
-        values = ctx.op("Where", any_nan, ctx.const(float("nan"), x.dtype), values)
+    last = ctx.const([-1], INT64)
+    values = ctx.op("ReduceMax", windows, last, keepdims=0)
+    if x.dtype in FLOAT_TYPES:  # a NaN in the window wins, -inf where the window holds only -inf, as in PyTorch
+        # (float16: onnxruntime's CUDA ReduceMax gives -inf itself there)
+        values = extremum_as_pytorch(ctx, "ReduceMax", grid, values, [last], False, members=mask,
+                                     infinity=x.dtype != ir.DataType.FLOAT16)
     return values
 
 
@@ -440,8 +441,12 @@ def _adaptive_max_windows(ctx: NodeContext, x: ir.Value, dims: list[int], output
     batch = ctx.op("Shape", x, start=0, end=2)
     planes = ctx.op("Reshape", ctx.cast(x, c), ctx.op("Concat", batch, ctx.const([-1], INT64), axis=0))
     gathered = ctx.op("Gather", planes, ctx.const(flat), axis=2)  # [N, C, *out, K]
-    values = ctx.cast(ctx.op("ReduceMax", gathered, ctx.const([-1], INT64), keepdims=0), dtype)
     arg = ctx.op("ArgMax", gathered, axis=-1, keepdims=1)
+    # a window of -inf only: onnxruntime's CUDA ReduceMax gives the lowest finite float32, the value at the ArgMax
+    # is -inf; Min keeps ReduceMax's NaN
+    at_arg = ctx.op("Squeeze", ctx.op("GatherElements", gathered, arg, axis=-1), ctx.const([-1], INT64))
+    values = ctx.op("ReduceMax", gathered, ctx.const([-1], INT64), keepdims=0)
+    values = ctx.cast(ctx.op("Min", values, at_arg) if c in FLOAT_TYPES else values, dtype)
     table = ctx.const(flat)
     index = ctx.op("Squeeze", ctx.op("GatherElements", ctx.op("Expand", table, ctx.op("Shape", gathered)), arg,
                                      axis=-1), ctx.const([-1], INT64))

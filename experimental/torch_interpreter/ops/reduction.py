@@ -18,7 +18,16 @@ import onnx_ir as ir
 from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
-from ._common import BOOL, INT64, kernel_op, normalize_dim, numel, opmath_dtype, vector_norm
+from ._common import (
+    BOOL,
+    INT64,
+    extremum_as_pytorch,
+    kernel_op,
+    normalize_dim,
+    numel,
+    opmath_dtype,
+    vector_norm,
+)
 
 
 def axes(ctx: NodeContext, dims: int | Sequence[int] | None, rank: int) -> ir.Value | None:
@@ -122,17 +131,17 @@ def aten_prod_dim(ctx: NodeContext, self: ir.Value, dim: int, keepdim: bool = Fa
 
 
 def _extremum(ctx: NodeContext, op_type: str, x: ir.Value, dim: Dims, keepdim: bool) -> ir.Value:
-    """ReduceMax or ReduceMin; NaN where the reduced values hold one, as PyTorch (onnxruntime keeps a NaN
-    only when it comes first)."""
+    """ReduceMax or ReduceMin as PyTorch on every provider (:func:`extremum_as_pytorch`): NaN where the reduced
+    values hold one, the infinity where they are all that infinity."""
     dtype = ctx.out_dtype
     if dtype not in FLOAT_TYPES:
         return _reduce(ctx, op_type, x, dim, keepdim)
     c = opmath_dtype(dtype)  # exact here; Where has no bfloat16 kernel
     x = ctx.cast(x, c)
     out = _reduce(ctx, op_type, x, dim, keepdim, c)
-    flags = ctx.cast(ctx.op("IsNaN", x), ir.DataType.UINT8)
-    nan = ctx.cast(_reduce(ctx, "ReduceMax", flags, dim, keepdim, ir.DataType.UINT8), BOOL)
-    return ctx.cast(ctx.op("Where", nan, ctx.const(float("nan"), c), out), dtype)
+    ax = _axes(ctx, len(ctx.arg_val(0).shape), dim)
+    # float16 and bfloat16 are computed in float32: the lowest float32 cast back is -inf
+    return ctx.cast(extremum_as_pytorch(ctx, op_type, x, out, ax, keepdim, infinity=c == dtype), dtype)
 
 
 @register("aten::amax.default")

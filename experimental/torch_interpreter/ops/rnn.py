@@ -5,7 +5,7 @@ One ONNX node per layer, both directions in the same node. ONNX orders the gates
 axis: constant weights are reordered once, with torch, into new initializers.
 
 The ops reach the graph whole, with a dynamic sequence length, thanks to the capture-time kernels of
-``capture_kernels.py``.
+``capture/kernels.py``.
 """
 
 from __future__ import annotations

@@ -87,6 +87,40 @@ def scatter_elements(
     return ctx.cast(out, dtype)
 
 
+def extremum_as_pytorch(
+    ctx: NodeContext,
+    op_type: str,
+    x: ir.Value,
+    out: ir.Value,
+    ax: Sequence[ir.Value],
+    keepdim: bool,
+    members: ir.Value | None = None,
+    infinity: bool = True,
+) -> ir.Value:
+    """``out``, the ``op_type`` (ReduceMax or ReduceMin) of ``x`` (of a float type) over the axes input ``ax``
+    (empty: every axis), as PyTorch computes it, on every onnxruntime provider: NaN where the reduced values hold
+    one (onnxruntime keeps a NaN only when it comes first), ``-inf`` (``+inf`` for ReduceMin) where they are all
+    ``-inf`` (onnxruntime's CUDA kernels start from the lowest finite float32 and return it then).
+    ``members``: the reduced values are ``Where(members, x, -inf)`` (``+inf``), ``x`` broadcast (a window mask).
+    ``infinity=False``: NaN only (the caller casts a float32 result to float16 or bfloat16, where the lowest
+    float32 becomes ``-inf``).
+
+    Two reductions of uint8 flags (values 0 and 1 only, exact on every provider): any NaN, all the infinity; half
+    the time of one reduction of a float code on onnxruntime's CPU, where casting a boolean to float is slow.
+    """
+    keep = int(keepdim)
+    nan = ctx.op("IsNaN", x)
+    nan = nan if members is None else ctx.op("And", members, nan)
+    nan = ctx.cast(ctx.op("ReduceMax", ctx.cast(nan, ir.DataType.UINT8), *ax, keepdims=keep), BOOL)
+    if infinity:
+        bound = ctx.const(-math.inf if op_type == "ReduceMax" else math.inf, x.dtype)
+        edge = ctx.op("Equal", x, bound)
+        edge = edge if members is None else ctx.op("Or", ctx.op("Not", members), edge)
+        edge = ctx.cast(ctx.op("ReduceMin", ctx.cast(edge, ir.DataType.UINT8), *ax, keepdims=keep), BOOL)
+        out = ctx.op("Where", edge, bound, out)
+    return ctx.op("Where", nan, ctx.const(math.nan, x.dtype), out)
+
+
 # -- norms and distances ---------------------------------------------------------------------------------
 def vector_norm(ctx: NodeContext, x: ir.Value, p: float, axes: Sequence[int] | None, keepdim: bool) -> ir.Value:
     """The ``p``-norm of ``x`` (already in a float type) over ``axes`` (None: all): ``sqrt(sum(x^2))``,
@@ -99,9 +133,11 @@ def vector_norm(ctx: NodeContext, x: ir.Value, p: float, axes: Sequence[int] | N
     absx = ctx.op("Abs", x)
     if p == 1:
         return ctx.op("ReduceSum", absx, *ax, keepdims=keep)
-    if math.isinf(p):
-        out = ctx.op("ReduceMax" if p > 0 else "ReduceMin", absx, *ax, keepdims=keep)
-        # onnxruntime's ReduceMax/ReduceMin skip NaN; PyTorch's norm is NaN then
+    if p == -math.inf:  # +inf when every |x| is: the CUDA kernel's answer is the largest float32
+        out = ctx.op("ReduceMin", absx, *ax, keepdims=keep)
+        return extremum_as_pytorch(ctx, "ReduceMin", absx, out, ax, keepdim)
+    if p == math.inf:  # |x| is never -inf: NaN only, which onnxruntime's ReduceMax skips and PyTorch's norm keeps
+        out = ctx.op("ReduceMax", absx, *ax, keepdims=keep)
         nan = ctx.op("ReduceMax", ctx.cast(ctx.op("IsNaN", x), ir.DataType.UINT8), *ax, keepdims=keep)
         return ctx.op("Where", ctx.cast(nan, BOOL), ctx.const(float("nan"), x.dtype), out)
     if p == 0:
