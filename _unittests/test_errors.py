@@ -78,6 +78,28 @@ def test_dynamic_shapes_wrong_arity():
         to_onnx(torch.nn.Linear(2, 2), (torch.randn(3, 2),), dynamic_shapes=({0: "batch"}, None))
 
 
+def test_dynamic_shapes_of_one_input_not_in_a_tuple():
+    """torch.onnx habit: the axes of the only input given bare; the message says how to write it."""
+    with pytest.raises(DynamicShapeError) as info:
+        to_onnx(torch.nn.Linear(2, 2), (torch.randn(3, 2),), dynamic_shapes={0: "batch"})
+    message = str(info.value)
+    assert "dynamic_shapes names [0] but the inputs are ['input']" in message
+    assert "wrap it in a tuple, one entry per positional input (dynamic_shapes=({0: 'batch'},))" in message
+    assert "dynamic_shapes={'input': {0: 'batch'}}" in message
+
+
+def test_filename_in_third_position(tmp_path):
+    """``to_onnx(model, args, "model.onnx")``, as torch.onnx.export is called: the model is saved there."""
+    model, x = torch.nn.Linear(2, 3).eval(), torch.randn(4, 2)
+    path = tmp_path / "model.onnx"
+    onx = to_onnx(model, (x,), str(path))
+    assert path.exists() and [o.name for o in onx.graph.output] == ["output"]
+    got = InferenceSession(str(path)).run(None, {"input": x.numpy()})[0]
+    torch.testing.assert_close(torch.from_numpy(got), model(x).detach(), atol=1e-6, rtol=1e-6)
+    with pytest.raises(InputMismatchError, match="is a path and filename=.* too: give the path once"):
+        to_onnx(model, (x,), path, filename=path)
+
+
 def test_dynamic_name_not_identifier():
     with pytest.raises(DynamicShapeError, match="not a Python identifier"):
         to_onnx(torch.nn.Linear(2, 2), (torch.randn(3, 2),), dynamic_shapes=({0: "batch size"},))

@@ -193,5 +193,7 @@ def test_other_ranks_decomposed(opset, rank):
 
 
 def test_dropout_raises():
-    with pytest.raises(ConversionError, match="dropout_p=0.1"):
+    """The message leads to the usual cause, a model left in training mode."""
+    with pytest.raises(ConversionError, match="dropout_p=0.1") as info:
         to_onnx(sdpa(dropout_p=0.1), qkv())
+    assert "call model.eval() before to_onnx" in str(info.value)

@@ -70,7 +70,8 @@ def to_onnx(
 
     :param model: a ``torch.nn.Module``, or an ``ExportedProgram`` the user already has
     :param args: positional inputs (a tuple; a single tensor is accepted)
-    :param kwargs: keyword inputs
+    :param kwargs: keyword inputs; a path there is taken as ``filename``, as ``torch.onnx.export(model, args, f)``
+        takes it
     :param dynamic_shapes: as ``torch.export.export`` takes it; a string names a dynamic axis
         (``{0: "batch"}``) and one name shared by several inputs is one dimension
     :param strict: capture with dynamo (``True``) or by tracing Python (``False``, default)
@@ -129,6 +130,7 @@ def to_onnx(
         capture_report = None  # what the capture strategies applied (capture/)
         check_opset(target_opset)  # an opset onnx or onnxruntime cannot run: an error now, not at load
         registry = registry or default_registry
+        kwargs, filename = _filename_in_third_position(kwargs, filename)
         if isinstance(model, torch.export.ExportedProgram):
             if dynamic_shapes is not None:
                 raise DynamicShapeError(
@@ -275,6 +277,23 @@ def _spec_paths(spec, prefix: list) -> Iterator[list]:
         return
     for key, child in zip(_spec_keys(spec), spec.children()):
         yield from _spec_paths(child, prefix + [key])
+
+
+def _filename_in_third_position(kwargs: Any, filename: Any) -> tuple[Any, Any]:
+    """``(None, kwargs)`` when ``kwargs`` is a path (``to_onnx(model, args, "model.onnx")``, as
+    ``torch.onnx.export`` is called), else ``(kwargs, filename)``.
+
+    >>> _filename_in_third_position("model.onnx", None)
+    (None, 'model.onnx')
+    """
+    if not isinstance(kwargs, (str, os.PathLike)):
+        return kwargs, filename
+    if filename is not None:
+        raise InputMismatchError(
+            f"kwargs={os.fspath(kwargs)!r} is a path and filename={os.fspath(filename)!r} too: give the path once "
+            "(to_onnx(model, args, filename=...)); keyword inputs go in kwargs as a dict"
+        )
+    return None, kwargs
 
 
 def _normalize_inputs(args: Any, kwargs: Any) -> tuple[tuple, dict]:

@@ -207,7 +207,13 @@ def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, d
         names = [e[0] for e in entries]
         unknown = set(dynamic_shapes) - set(names)
         if unknown:
-            raise DynamicShapeError(f"dynamic_shapes names {sorted(unknown)} but the inputs are {names}")
+            hint = ""
+            if all(isinstance(k, int) for k in dynamic_shapes) and len(names) >= 1:
+                shown = dict(dynamic_shapes)
+                hint = (f": {shown!r} reads as the axes of one input; wrap it in a tuple, one entry per positional "
+                        f"input (dynamic_shapes=({shown!r},)), or name the input "
+                        f"(dynamic_shapes={{{names[0]!r}: {shown!r}}})")
+            raise DynamicShapeError(f"dynamic_shapes names {sorted(unknown)} but the inputs are {names}{hint}")
         spec = {
             name: _walk_entry(name, value, path, dynamic_shapes[name], axes)
             for name, value, path in entries

@@ -138,8 +138,10 @@ def aten_scaled_dot_product_attention(
     """
     if dropout_p:
         raise NotImplementedError(
-            f"scaled_dot_product_attention with dropout_p={dropout_p} is random: the export targets inference, "
-            "pass dropout_p=0.0 (e.g. `dropout_p=self.p if self.training else 0.0`)"
+            f"scaled_dot_product_attention with dropout_p={dropout_p} is random: the export targets inference. "
+            "A model left in training mode (as a model is after its construction) passes its dropout here: call "
+            "model.eval() before to_onnx; in code of your own, pass dropout_p=0.0 outside training "
+            "(`dropout_p=self.p if self.training else 0.0`)"
         )
     if attn_mask is not None and is_causal:
         raise ValueError("scaled_dot_product_attention: attn_mask must not be set when is_causal=True")
