@@ -6,7 +6,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import onnx
@@ -35,6 +35,7 @@ from .python_op.custom_ops import with_custom_ops
 from . import ops  # noqa: F401  (importing the converters fills default_registry)
 from .registry import Registry, default_registry
 from .saving import save
+from .torch_onnx_arguments import dynamic_axes_as_shapes, rename, resolve_opset
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,10 @@ def to_onnx(
     autograd_functions: str | dict | None = None,
     custom_ops: str | dict | None = None,
     capture_strategies: bool | str | tuple[str, ...] = True,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    opset_version: int | None = None,
+    dynamic_axes: Mapping[str, Any] | None = None,
 ) -> onnx.ModelProto | ir.Model:
     """Converts a PyTorch model into ONNX through ``torch.export.export``.
 
@@ -109,6 +114,12 @@ def to_onnx(
         axis, torch's suggested fixes for dynamic shapes, the other strict mode, transformers caches):
         ``True`` all, ``False`` none, or a tuple of names; see ``capture/strategies/``; the strategies
         applied are logged and recorded in the model's ``metadata_props``
+    :param input_names: the names of the graph's first inputs, as ``torch.onnx.export`` takes them (the dynamic
+        axes keep their names)
+    :param output_names: the names of the graph's first outputs
+    :param opset_version: ``torch.onnx.export``'s name for ``target_opset``
+    :param dynamic_axes: ``torch.onnx.export``'s ``{input name: {axis: name} or [axes]}``, translated into
+        ``dynamic_shapes`` (a warning shows what it became); entries of outputs are not needed and dropped
     :return: the ONNX model
 
     Example::
@@ -124,6 +135,7 @@ def to_onnx(
     """
     with verbosity(verbose), recording(report, filename) as export_report:  # investigate/report.py
         begin = time.perf_counter()
+        target_opset = resolve_opset(target_opset, opset_version, DEFAULT_OPSET)
         if target_opset < 18:
             raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
         check_level(optimize)
@@ -132,7 +144,7 @@ def to_onnx(
         registry = registry or default_registry
         kwargs, filename = _filename_in_third_position(kwargs, filename)
         if isinstance(model, torch.export.ExportedProgram):
-            if dynamic_shapes is not None:
+            if dynamic_shapes is not None or dynamic_axes is not None:
                 raise DynamicShapeError(
                     "dynamic_shapes cannot be given with an ExportedProgram: its shapes were fixed when it was "
                     "exported; pass dynamic_shapes to torch.export.export instead"
@@ -140,6 +152,12 @@ def to_onnx(
             ep, names, spec = model, {}, None
         elif isinstance(model, torch.nn.Module):
             args, kwargs = _normalize_inputs(args, kwargs)
+            if dynamic_axes is not None:  # torch.onnx.export's spelling (torch_onnx_arguments.py)
+                if dynamic_shapes is not None:
+                    raise DynamicShapeError("dynamic_shapes and dynamic_axes are both given: give one of them")
+                dynamic_shapes = dynamic_axes_as_shapes(
+                    model.forward, args, kwargs, dynamic_axes, input_names, output_names
+                )
             # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
             hook = functools.partial(
                 capture_autograd_functions, autograd_functions, training=model.training, strict=strict
@@ -161,6 +179,7 @@ def to_onnx(
         raise_if_missing(missing_converters(ep.graph_module, registry))
         # the onnxruntime level translates at opset 23 at least: ONNX Attention (optimize/__init__.py)
         onnx_model = translate(ep, registry, names, translation_opset(optimize, target_opset))
+        rename(onnx_model, input_names, output_names)  # torch.onnx.export's input_names, output_names
         export_report.translated(onnx_model)
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
         shape_guards.record(ep, onnx_model)  # size conditions the graph relies on, checked by InferenceSession

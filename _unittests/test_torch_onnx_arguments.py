@@ -1,0 +1,67 @@
+"""The arguments people bring from ``torch.onnx.export``: input_names, output_names, opset_version, dynamic_axes,
+a filename in third position; each checked against eager PyTorch through onnxruntime."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+import torch
+
+from experimental.torch_interpreter import (
+    DynamicShapeError,
+    InferenceSession,
+    InputMismatchError,
+    TorchInterpreterWarning,
+    to_onnx,
+)
+
+
+class TwoInputs(torch.nn.Module):
+    def forward(self, x, y):
+        return x * 2 + y, (x - y).sum(dim=1)
+
+
+def _dims(value) -> list:
+    return [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
+
+
+def _check(onx: onnx.ModelProto, model: torch.nn.Module, feeds: dict, inputs: tuple) -> None:
+    got = InferenceSession(onx).run(None, {k: v.numpy() for k, v in feeds.items()})
+    for g, e in zip(got, model(*inputs)):
+        torch.testing.assert_close(torch.from_numpy(g), e, atol=1e-6, rtol=1e-6)
+
+
+def test_names_and_dynamic_axes_as_torch_onnx_export_takes_them():
+    model, x, y = TwoInputs(), torch.randn(3, 4), torch.randn(3, 4)
+    with pytest.warns(TorchInterpreterWarning, match="dynamic_axes .* translated into dynamic_shapes="):
+        onx = to_onnx(
+            model, (x, y), input_names=["a", "b"], output_names=["sum", "diff"], opset_version=20,
+            dynamic_axes={"a": {0: "batch"}, "b": {0: "batch"}, "sum": {0: "batch"}},
+        )
+    assert [i.name for i in onx.graph.input] == ["a", "b"]
+    assert [o.name for o in onx.graph.output] == ["sum", "diff"]
+    assert _dims(onx.graph.input[0]) == ["batch", 4] and _dims(onx.graph.output[1]) == ["batch"]
+    assert {o.domain: o.version for o in onx.opset_import}[""] == 20
+    x2, y2 = torch.randn(7, 4), torch.randn(7, 4)  # another batch size
+    _check(onx, model, {"a": x2, "b": y2}, (x2, y2))
+
+
+def test_dynamic_axes_as_a_list_and_by_parameter_name():
+    model, x, y = TwoInputs(), torch.randn(3, 4), torch.randn(3, 4)
+    with pytest.warns(TorchInterpreterWarning):
+        onx = to_onnx(model, (x, y), dynamic_axes={"x": [0], "y": [0]})
+    assert _dims(onx.graph.input[0])[0] == _dims(onx.graph.input[1])[0]  # one dimension: x + y needs it
+    x2, y2 = torch.randn(5, 4), torch.randn(5, 4)
+    _check(onx, model, {"x": x2, "y": y2}, (x2, y2))
+
+
+def test_torch_onnx_arguments_refused_clearly():
+    model, x, y = TwoInputs(), torch.randn(3, 4), torch.randn(3, 4)
+    with pytest.raises(InputMismatchError, match="opset_version=20 and target_opset=19 disagree"):
+        to_onnx(model, (x, y), opset_version=20, target_opset=19)
+    with pytest.raises(InputMismatchError, match="input_names has 3 names but the graph has 2 inputs"):
+        to_onnx(model, (x, y), input_names=["a", "b", "c"])
+    with pytest.raises(DynamicShapeError, match="dynamic_shapes and dynamic_axes are both given"):
+        to_onnx(model, (x, y), dynamic_shapes=({0: "b"}, {0: "b"}), dynamic_axes={"x": [0]})
+    with pytest.raises(DynamicShapeError, match="dynamic_axes names 'z', which is neither an input"):
+        to_onnx(model, (x, y), dynamic_axes={"z": [0]})
