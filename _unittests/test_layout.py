@@ -183,6 +183,20 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def test_no_module_imports_the_package_root():
+    """``from .. import metadata`` runs the package's ``__init__``, which imports the front and every phase: a
+    module of a folder names the module it reads (``from ..metadata import read``)."""
+    bad = []
+    for module, path in MODULES.items():
+        if "." not in module:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level and not node.module:
+                if _absolute(module, path, node.level, None) == "":
+                    bad.append(f"{module}: from {'.' * node.level} import {', '.join(a.name for a in node.names)}")
+    assert not bad, "\n".join(bad)
+
+
 def test_every_module_has_a_layer():
     missing = [m for m in MODULES if layer_of(m) is None]
     assert not missing, f"modules without a layer {missing}: add them to ROOT_MODULES or FOLDERS in test_layout.py"

@@ -18,7 +18,7 @@ import onnx_ir as ir
 import onnxruntime as ort
 import torch
 
-from .. import metadata
+from ..metadata import read as read_metadata
 from ..dtypes import onnx_dtype
 from ..errors import RuntimeFeedError
 from .feeds import FeedChecks
@@ -73,7 +73,7 @@ class PythonOpSession:
         self._output_names = [o.name for o in graph.output]
         # conditions on the input sizes the exported graph relies on (guards.py); the PythonOp path has never
         # looked for the scalars baked in at export (``baked={}``): an unknown feed is reported as such
-        self._checks = FeedChecks(self._inputs, SizeChecks(metadata.read(proto)), {})
+        self._checks = FeedChecks(self._inputs, SizeChecks(read_metadata(proto)), {})
         types = value_infos(proto)
 
         steps, free = plan(graph)

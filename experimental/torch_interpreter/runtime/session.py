@@ -16,7 +16,7 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
-from .. import metadata
+from ..metadata import read as read_metadata
 from .feeds import FeedChecks
 from .guards import SizeChecks
 from .model_loading import Model, serialized
@@ -58,7 +58,7 @@ class OrtSession:
             self._sess = ort.InferenceSession(content, sess_options=sess_options, providers=[CPU])
         self._input_types = {i.name: i.type for i in self._sess.get_inputs()}
         # conditions on the input sizes the exported graph relies on (guards.py), scalars baked in at export
-        meta = metadata.read(self._sess)
+        meta = read_metadata(self._sess)
         self._checks = FeedChecks(self._sess.get_inputs(), SizeChecks(meta), meta)
 
     # -- onnxruntime's interface -------------------------------------------------------------------------------
