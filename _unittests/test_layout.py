@@ -40,7 +40,7 @@ RULES = {
 CONTRACT = {"python_op", "python_op.table", "python_op.attributes", "python_op.encoding"}
 #: the root modules of each layer (the folders are layers of their own, except python_op/ and ops/)
 ROOT_MODULES = {
-    "base": {"errors", "logs", "dtypes", "metadata", "opsets", "saving", "provenance"},
+    "base": {"errors", "logs", "dtypes", "metadata", "opsets", "saving", "provenance", "providers"},
     "translation": {"registry", "type_rules", "builder", "complex_pairs", "dims", "context", "aliasing", "interpreter"},
     "front": {"__init__", "__main__", "convert", "cli", "onnx_export_errors", "torch_onnx_arguments"},
 }

@@ -15,6 +15,7 @@ import onnx_ir as ir
 import torch
 
 from .dtypes import onnx_dtype
+from .providers import KNOWN
 from .type_rules import mixed_input_types, output_dtypes
 
 
@@ -67,8 +68,16 @@ class GraphBuilder:
     ['Relu']
     """
 
-    def __init__(self, opset: int, names: NameScope | None = None, parent: GraphBuilder | None = None):
+    def __init__(
+        self,
+        opset: int,
+        names: NameScope | None = None,
+        parent: GraphBuilder | None = None,
+        providers: tuple[str, ...] = KNOWN,
+    ):
         self.opset = opset
+        #: the providers the model is made for (:mod:`..providers`): a subgraph's are its parent's
+        self.providers = parent.providers if parent is not None else providers
         self.names = names or NameScope()
         self.parent = parent
         self.nodes: list[ir.Node] = []

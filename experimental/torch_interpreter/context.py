@@ -13,6 +13,7 @@ import torch
 import torch.fx
 
 from .dtypes import value_type
+from .providers import needs_guard
 
 if TYPE_CHECKING:
     from .interpreter import Interpreter
@@ -61,6 +62,12 @@ class NodeContext:
     @property
     def opset(self) -> int:
         return self._g.opset
+
+    def needs_guard(self, quirk: str) -> bool:
+        """Whether a provider the model is made for computes ``quirk`` (a key of
+        :data:`~experimental.torch_interpreter.providers.QUIRKS`) otherwise than PyTorch: the converter adds
+        its guard only then."""
+        return needs_guard(self._g.providers, quirk)
 
     def mutate(self, index: int, value: ir.Value) -> None:
         """Tells the interpreter that the node wrote ``value`` into its argument ``index``: every alias of

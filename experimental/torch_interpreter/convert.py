@@ -30,6 +30,10 @@ from .investigate.verify import verify_export
 from .logs import verbosity
 from .opsets import check_opset
 from .optimize import check_level, optimize_model, run_stage, translation_opset
+from .providers import KNOWN as KNOWN_PROVIDERS
+from .providers import METADATA_KEY as PROVIDERS_KEY
+from .providers import check_providers
+from .providers import encode as encode_providers
 from .python_op.capture import capture_autograd_functions
 from .python_op.custom_ops import with_custom_ops
 from . import ops  # noqa: F401  (importing the converters fills default_registry)
@@ -67,6 +71,7 @@ def to_onnx(
     output_names: Sequence[str] | None = None,
     opset_version: int | None = None,
     dynamic_axes: Mapping[str, Any] | None = None,
+    providers: str | Sequence[str] | None = "any",
 ) -> onnx.ModelProto | ir.Model:
     """Converts a PyTorch model into ONNX through ``torch.export.export``.
 
@@ -120,6 +125,10 @@ def to_onnx(
     :param opset_version: ``torch.onnx.export``'s name for ``target_opset``
     :param dynamic_axes: ``torch.onnx.export``'s ``{input name: {axis: name} or [axes]}``, translated into
         ``dynamic_shapes`` (a warning shows what it became); entries of outputs are not needed and dropped
+    :param providers: the onnxruntime providers the model is for: ``"any"`` (default: PyTorch's answer on the CPU
+        and on CUDA), ``"cpu"`` or ``"cuda"`` (also onnxruntime's names and lists of them); the guards a
+        provider does not need are left out (fewer nodes, faster), and the choice is stored in the model;
+        see ``_doc/providers.rst``
     :return: the ONNX model
 
     Example::
@@ -139,6 +148,7 @@ def to_onnx(
         if target_opset < 18:
             raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
         check_level(optimize)
+        providers = check_providers(providers)
         capture_report = None  # what the capture strategies applied (capture/)
         check_opset(target_opset)  # an opset onnx or onnxruntime cannot run: an error now, not at load
         registry = registry or default_registry
@@ -178,7 +188,7 @@ def to_onnx(
         registry = with_custom_ops(registry, ep.graph_module, custom_ops)
         raise_if_missing(missing_converters(ep.graph_module, registry))
         # the onnxruntime level translates at opset 23 at least: ONNX Attention (optimize/__init__.py)
-        onnx_model = translate(ep, registry, names, translation_opset(optimize, target_opset))
+        onnx_model = translate(ep, registry, names, translation_opset(optimize, target_opset), providers)
         rename(onnx_model, input_names, output_names)  # torch.onnx.export's input_names, output_names
         export_report.translated(onnx_model)
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
@@ -206,11 +216,15 @@ def to_onnx(
 
 
 def translate(
-    ep: torch.export.ExportedProgram, registry: Registry, dim_names: dict[str, str], opset: int
+    ep: torch.export.ExportedProgram,
+    registry: Registry,
+    dim_names: dict[str, str],
+    opset: int,
+    providers: tuple[str, ...] = KNOWN_PROVIDERS,
 ) -> ir.Model:
-    """Translates an ExportedProgram into an ``onnx_ir.Model``."""
+    """Translates an ExportedProgram into an ``onnx_ir.Model`` for ``providers`` (:mod:`.providers`)."""
     check_no_complex_io(ep)
-    builder = GraphBuilder(opset)
+    builder = GraphBuilder(opset, providers=providers)
     interpreter = Interpreter(builder, registry, dim_names)
     signature = ep.graph_signature
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
@@ -230,6 +244,7 @@ def translate(
         elif value is not None:
             builder.output(builder.const(value), name)
     model = builder.to_model(ir_version=IR_VERSION)
+    model.metadata_props[PROVIDERS_KEY] = encode_providers(providers)  # read by the rewrites and the runtime
     # optimize/pipeline.py, the stage every level runs: values nobody reads removed, float16 rounding kept
     run_stage(model, "translation")
     return model

@@ -74,6 +74,27 @@ class MissingCustomOpError(TorchInterpreterError, LookupError):
     the model: the message names the module to import."""
 
 
+class UntrustedCodeError(TorchInterpreterError, LookupError):
+    """:class:`~experimental.torch_interpreter.InferenceSession` refused a ``PythonOp`` node of a model: the node
+    names Python code (an ``autograd.Function`` neither exported nor registered in this process, a module to
+    import, a built-in torch op) that the session was not allowed to import or call. The message names the node,
+    the module or op and the option that allows it (``trusted_modules=...``, ``trust_python_code=True``); nothing
+    was imported. A ``LookupError``: the code is not among what the session may look up."""
+
+
+class MissingFunctionError(TorchInterpreterError, LookupError):
+    """A ``PythonOp`` node names an ``autograd.Function`` (or an argument passed by reference) that cannot be
+    found in this process although the session was allowed to look for it: the message names the node and the
+    module."""
+
+
+class MalformedModelError(TorchInterpreterError, ValueError):
+    """A ``PythonOp`` node of a model has attributes
+    :class:`~experimental.torch_interpreter.InferenceSession` cannot read: missing, of the wrong type, out of
+    bounds or inconsistent with the node's inputs and outputs (a model edited or crafted by hand). The message
+    names the node and the attribute."""
+
+
 class TorchInterpreterWarning(UserWarning):
     """Base class of every warning emitted by :mod:`experimental.torch_interpreter`."""
 
@@ -89,3 +110,14 @@ class ConstantInputWarning(TorchInterpreterWarning):
 
 class CaptureStrategyWarning(TorchInterpreterWarning):
     """The capture worked only after a strategy changed how it ran (e.g. the other strict mode)."""
+
+
+class ProviderError(TorchInterpreterError, ValueError):
+    """``to_onnx(..., providers=...)`` names a provider whose kernels were not compared with PyTorch (see
+    :mod:`experimental.torch_interpreter.providers`): ``"any"`` is the safe choice for it."""
+
+
+class ProviderWarning(TorchInterpreterWarning):
+    """:class:`InferenceSession` runs a model on a provider it was not made for (``to_onnx(..., providers=...)``):
+    the guards that provider needs were left out, some edge values (NaN, infinities, float16 rounding) may
+    differ from PyTorch."""

@@ -7,7 +7,8 @@ Model-level keys (``model.metadata_props``):
 
 - ``aten2onnx.capture.*``: what the capture did (``mode``, ``strategies``, ``notes``, ``constant_inputs``);
 - ``aten2onnx.range_constraints``: the ranges of the dynamic input axes (a JSON list);
-- ``aten2onnx.shape_guards``: the conditions on the input sizes the graph relies on (a JSON list).
+- ``aten2onnx.shape_guards``: the conditions on the input sizes the graph relies on (a JSON list);
+- ``aten2onnx.providers``: the onnxruntime providers the model was made for (``cpu,cuda``).
 
 Node-level keys (``node.metadata_props``), the provenance of each ONNX node:
 ``pkg.torch.fx_node``, ``pkg.torch.target``, ``pkg.torch.module_scope``, ``pkg.torch.source``; and on a value,
@@ -43,6 +44,8 @@ CONSTANT_INPUTS = CAPTURE_PREFIX + "constant_inputs"
 RANGE_CONSTRAINTS = "aten2onnx.range_constraints"
 #: the conditions on the input sizes the graph relies on (a JSON list)
 SHAPE_GUARDS = "aten2onnx.shape_guards"
+#: the onnxruntime providers the model was made for (``"cpu,cuda"``, see :mod:`.providers`)
+PROVIDERS = "aten2onnx.providers"
 
 # -- node-level keys -----------------------------------------------------------------------------------------
 FX_NODE = "pkg.torch.fx_node"

@@ -12,7 +12,9 @@ which is what PyTorch computes.
 creating a session for ``Transpose(bfloat16) -> Cast(float) -> MatMul`` (``F.linear`` of a transposed
 bfloat16 tensor); ``Cast -> Transpose`` (the same values) is read fine.
 
-Both are rewrites of the pipeline's ``"translation"`` stage (:mod:`.pipeline`): they run at every level,
+:func:`round_half_results` runs for models made for the CPU (``to_onnx(..., providers=...)``, default: any
+provider): onnxruntime's CUDA provider has float16 kernels. Both are rewrites of the pipeline's
+``"translation"`` stage (:mod:`.pipeline`): they run at every level,
 ``optimize=False`` included. Written by hand: :func:`round_half_results` rewrites a node of any number of float16
 inputs and outputs, each input cast once however many times the node reads it; :func:`cast_before_transpose`
 removes the ``Cast`` and keeps the ``Transpose`` when something else reads it, where onnxscript's rewriter
@@ -24,6 +26,8 @@ from __future__ import annotations
 import logging
 
 import onnx_ir as ir
+
+from ..providers import needs_guard, of_model
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +170,8 @@ def round_half_results(model: ir.Model) -> int:
     >>> [n.op_type for n in graph]
     ['Cast', 'Mul', 'Cast', 'Cast']
     """
+    if not needs_guard(of_model(model), "half_computed_in_float"):
+        return 0  # a model for CUDA only: its float16 kernels round as PyTorch does
     todo: list[ir.Node] = []
     seen: set[int] = set()
     for node in ir.traversal.RecursiveGraphIterator(model.graph):

@@ -9,6 +9,7 @@ tensors bound through DLPack without a copy.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,7 +17,11 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
+from ..errors import ProviderWarning
+from ..metadata import PROVIDERS
 from ..metadata import read as read_metadata
+from ..providers import decode as decode_providers
+from ..providers import not_made_for
 from .feeds import FeedChecks
 from .guards import SizeChecks
 from .model_loading import Model, serialized
@@ -60,6 +65,9 @@ class OrtSession:
         # conditions on the input sizes the exported graph relies on (guards.py), scalars baked in at export
         meta = read_metadata(self._sess)
         self._checks = FeedChecks(self._sess.get_inputs(), SizeChecks(meta), meta)
+        message = not_made_for(decode_providers(meta.get(PROVIDERS)), self._sess.get_providers())
+        if message:  # guards left out by to_onnx(..., providers=...) that this provider needs
+            warnings.warn(message, ProviderWarning, stacklevel=3)
 
     # -- onnxruntime's interface -------------------------------------------------------------------------------
     def get_inputs(self) -> list[Any]:

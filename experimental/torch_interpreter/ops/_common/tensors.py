@@ -103,7 +103,8 @@ def extremum_as_pytorch(
     ``-inf`` (onnxruntime's CUDA kernels start from the lowest finite float32 and return it then).
     ``members``: the reduced values are ``Where(members, x, -inf)`` (``+inf``), ``x`` broadcast (a window mask).
     ``infinity=False``: NaN only (the caller casts a float32 result to float16 or bfloat16, where the lowest
-    float32 becomes ``-inf``).
+    float32 becomes ``-inf``); the infinity flag is left out too for a model made for the CPU only
+    (``providers="cpu"``), whose kernels return the infinity.
 
     Two reductions of uint8 flags (values 0 and 1 only, exact on every provider): any NaN, all the infinity; half
     the time of one reduction of a float code on onnxruntime's CPU, where casting a boolean to float is slow.
@@ -112,7 +113,7 @@ def extremum_as_pytorch(
     nan = ctx.op("IsNaN", x)
     nan = nan if members is None else ctx.op("And", members, nan)
     nan = ctx.cast(ctx.op("ReduceMax", ctx.cast(nan, ir.DataType.UINT8), *ax, keepdims=keep), BOOL)
-    if infinity:
+    if infinity and ctx.needs_guard("extremum_of_infinities_is_finite"):
         bound = ctx.const(-math.inf if op_type == "ReduceMax" else math.inf, x.dtype)
         edge = ctx.op("Equal", x, bound)
         edge = edge if members is None else ctx.op("Or", ctx.op("Not", members), edge)

@@ -1,0 +1,134 @@
+"""``to_onnx(..., providers=...)``: the guards a provider does not need are left out, the model says which providers
+it is for, and :class:`InferenceSession` warns when it runs a model on another one.
+
+A model for one provider is checked numerically on that provider: "cpu" on the CPU provider, "cuda" on the CPU
+provider rewritten as CUDA's kernels behave (``imitate_cuda`` of ``test_cuda_edge_values``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+from test_cuda_edge_values import imitate_cuda
+
+from experimental.torch_interpreter import InferenceSession, ProviderError, ProviderWarning, to_onnx
+from experimental.torch_interpreter.metadata import PROVIDERS, read
+from experimental.torch_interpreter.providers import QUIRKS, check_providers, needs_guard
+
+INF = math.inf
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _cpu(onx, *inputs: torch.Tensor) -> list[np.ndarray]:
+    sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {i.name: t.numpy() for i, t in zip(sess.get_inputs(), inputs)})
+
+
+def _op_types(onx) -> list[str]:
+    return [n.op_type for n in onx.graph.node]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("any", ("cpu", "cuda")),
+        (None, ("cpu", "cuda")),
+        ("cpu", ("cpu",)),
+        ("CUDA", ("cuda",)),
+        ("CUDAExecutionProvider", ("cuda",)),
+        (["CUDAExecutionProvider", "CPUExecutionProvider"], ("cpu", "cuda")),
+    ],
+)
+def test_names_understood(value, expected):
+    assert check_providers(value) == expected
+
+
+@pytest.mark.parametrize("value", ["TensorrtExecutionProvider", ["cpu", "rocm"], [], 3])
+def test_unknown_provider_refused(value):
+    with pytest.raises(ProviderError, match="use 'any'"):
+        check_providers(value)
+
+
+def test_refused_before_capture():
+    with pytest.raises(ProviderError, match="'DmlExecutionProvider' is not a provider whose kernels were compared"):
+        to_onnx(torch.nn.ReLU(), (torch.randn(2),), providers="DmlExecutionProvider")
+
+
+def test_every_quirk_names_known_providers():
+    for name, (text, providers) in QUIRKS.items():
+        assert text and providers and providers <= {"cpu", "cuda"}, name
+
+
+@pytest.mark.parametrize(("providers", "stored"), [("any", "cpu,cuda"), ("cuda", "cuda"), (["cpu"], "cpu")])
+def test_choice_stored_in_the_model(providers, stored):
+    onx = to_onnx(torch.nn.ReLU(), (torch.randn(2),), providers=providers)
+    assert read(onx)[PROVIDERS] == stored
+
+
+# -- the guards follow the choice ---------------------------------------------------------------------------
+ROWS = torch.tensor([[-INF, -INF, -INF], [1.0, -INF, 2.0], [math.nan, 0.0, 1.0]])
+
+
+def test_cpu_model_leaves_out_the_cuda_infinity_flag():
+    """amax of a row of -inf: the CPU's ReduceMax gives -inf, a model for the CPU needs no 'all infinity' flag
+    (one uint8 reduction less) and still matches eager there, NaN rows included."""
+    model = Fn(lambda x: torch.amax(x, 1))
+    both, cpu = (to_onnx(model, (ROWS,), providers=p) for p in ("any", "cpu"))
+    assert _op_types(both).count("ReduceMin") == 1 and "ReduceMin" not in _op_types(cpu)
+    expected = model(ROWS).numpy()
+    for onx in (both, cpu):
+        np.testing.assert_array_equal(_cpu(onx, ROWS)[0], expected)
+
+
+def test_cuda_model_keeps_the_infinity_flag_and_matches_on_the_imitation():
+    model = Fn(lambda x: torch.amax(x, 1))
+    onx = to_onnx(model, (ROWS,), providers="cuda")
+    cuda, count = imitate_cuda(onx)
+    assert count.get("ReduceMax"), "the imitation rewrote no ReduceMax: the check proves nothing"
+    np.testing.assert_array_equal(_cpu(cuda, ROWS)[0], model(ROWS).numpy())
+
+
+def test_cpu_model_without_the_flag_would_be_wrong_on_cuda():
+    """The flag a CPU model leaves out is the one CUDA needs: the imitation shows the lowest float32 there."""
+    onx = to_onnx(Fn(lambda x: torch.amax(x, 1)), (ROWS,), providers="cpu")
+    got = _cpu(imitate_cuda(onx)[0], ROWS)[0]
+    assert got[0] == np.finfo(np.float32).min
+
+
+def test_cuda_model_leaves_out_the_float16_rounding():
+    """float16 arithmetic read in float32: rounded explicitly for the CPU (which computes it in float32), not for
+    CUDA (float16 kernels)."""
+    model = Fn(lambda x, y: (x * y).float())
+    args = (torch.randn(8).half(), torch.randn(8).half())
+    both, cuda = (to_onnx(model, args, providers=p) for p in ("any", "cuda"))
+    assert _op_types(both).count("Cast") == 4 and _op_types(cuda) == ["Mul", "Cast"]
+    np.testing.assert_array_equal(_cpu(both, *args)[0], model(*args).numpy())
+    assert not needs_guard(("cuda",), "half_computed_in_float")
+
+
+# -- the runtime warns when a model runs elsewhere ----------------------------------------------------------
+def test_session_warns_on_a_provider_the_model_was_not_made_for():
+    onx = to_onnx(torch.nn.MaxPool2d(2), (torch.randn(1, 1, 4, 4),), providers="cuda")
+    with pytest.warns(ProviderWarning, match="made for cuda .* runs on cpu: the guards cpu needs were left out"):
+        InferenceSession(onx, providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("providers", ["any", "cpu"])
+def test_session_silent_on_the_providers_made_for(providers):
+    onx = to_onnx(torch.nn.MaxPool2d(2), (torch.randn(1, 1, 4, 4),), providers=providers)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProviderWarning)
+        InferenceSession(onx, providers=["CPUExecutionProvider"])
