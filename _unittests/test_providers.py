@@ -132,3 +132,22 @@ def test_session_silent_on_the_providers_made_for(providers):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ProviderWarning)
         InferenceSession(onx, providers=["CPUExecutionProvider"])
+
+
+def test_cuda_model_keeps_the_fused_skip_norms():
+    """A residual + RMSNorm fusion whose sum is read again is given back as Add + norm for the CPU (its fused
+    kernel is the slower there); a model for CUDA keeps the four of a 2-layer Llama; the same numbers."""
+    from test_optimize import _family
+
+    torch.manual_seed(0)
+    model, make_inputs, dynamic = _family("llama")
+    inputs = make_inputs(2, 8)
+    kinds = {}
+    for providers in ("any", "cuda"):
+        onx = to_onnx(model.eval(), (), inputs, dynamic_shapes=dynamic, optimize="onnxruntime", providers=providers)
+        kinds[providers] = _op_types(onx).count("SkipSimplifiedLayerNormalization")
+        sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+        got = sess.run(None, {k: v.numpy() for k, v in inputs.items()})[0]
+        with torch.no_grad():
+            np.testing.assert_allclose(got, model(**inputs).logits.numpy(), atol=1e-4, rtol=1e-4)
+    assert kinds == {"any": 1, "cuda": 4}

@@ -47,6 +47,12 @@ QUIRKS: Mapping[str, tuple[str, frozenset[str]]] = {
         "until measured there)",
         frozenset({"cpu", "cuda"}),
     ),
+    "skip_norm_kernel_slower": (
+        "the fused residual + normalization kernel (SkipLayerNormalization, SkipSimplifiedLayerNormalization) is "
+        "slower than Add + the normalization where the sum is read again (a speed difference, not a number: "
+        "the rewrite gives the fusion back)",
+        frozenset({"cpu"}),
+    ),
     "extremum_of_infinities_is_finite": (
         "ReduceMax of a row of -inf (ReduceMin of +inf) returns the lowest (highest) finite float32",
         frozenset({"cuda"}),

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
-from ..errors import UnsupportedOpError
+from ..errors import TorchInterpreterWarning, UnsupportedOpError
 from ..metadata import RANGE_CONSTRAINTS, capture_entries
 from ..provenance import target_key
 
@@ -208,4 +209,18 @@ def recording(report: Any, filename: Any = None) -> Iterator[ExportReport]:
         if logger.isEnabledFor(logging.INFO):
             logger.info("export report\n%s", rep.to_markdown())
         if isinstance(report, (str, os.PathLike)):
-            rep.save(report)
+            _save_beside(rep, report)
+
+
+def _save_beside(rep: ExportReport, path: str | os.PathLike) -> None:
+    """Writes the report without hiding what the export gave: the model, or the export's own error (a folder
+    that refuses the model refuses its report too) comes first, a report that cannot be written is a warning."""
+    try:
+        rep.save(path)
+    except OSError as e:
+        warnings.warn(
+            f"the export report could not be written to {os.fspath(path)!r} ({type(e).__name__}: {e}); "
+            "report=ExportReport() keeps it in memory",
+            TorchInterpreterWarning,
+            stacklevel=4,
+        )

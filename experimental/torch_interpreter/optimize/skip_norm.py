@@ -11,13 +11,15 @@ the unfused normalization, when its mean and inverse deviation outputs are unuse
 the sum (post-norm models: BERT), onnxruntime's own fusion would make the same kernel again when it loads the
 model: the node stays.
 
-Written by hand: one fused node of four outputs, whose replacement depends on which outputs are read.
+Only for a model that runs on the CPU (``to_onnx(..., providers=...)``, default: any provider): CUDA keeps the
+fused kernels. Written by hand: one fused node of four outputs, whose replacement depends on which outputs are read.
 """
 
 from __future__ import annotations
 
 import onnx_ir as ir
 
+from ..providers import needs_guard, of_model
 from .graph_match import typed
 
 #: fused kernel -> (the normalization it runs, the index of its ``bias`` input)
@@ -77,6 +79,8 @@ def unfuse_skip_norms(model: ir.Model) -> int:
         >>> unfuse_skip_norms(ir.Model(g, ir_version=10)), [n.op_type for n in g], [v.name for v in g.outputs]
         (1, ['Add', 'LayerNormalization'], ['y', 'sum'])
     """
+    if not needs_guard(of_model(model), "skip_norm_kernel_slower"):
+        return 0  # a model for CUDA only keeps its fused kernels
     count = 0
     graph = model.graph
     for node in list(graph):
