@@ -64,6 +64,21 @@ def test_cli_dump_holds_the_model_by_default(tmp_path, monkeypatch):
     assert "model.onnx" in os.listdir(tmp_path / "d")
 
 
+def test_cli_dump_keeps_no_program_torch_cannot_read_back(tmp_path, monkeypatch, caplog):
+    """A program that saves but does not load (transformers' caches are not registered for serialization) is
+    not left in the dump: graph.txt holds it, the log says why."""
+
+    def refuse(path, *args, **kwargs):
+        raise RuntimeError("DynamicCache is not registered for serialization")
+
+    (tmp_path / "f.py").write_text(FACTORY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(torch.export, "load", refuse)
+    assert main(["export", "f.py", "--dump", "d"]) == 0
+    assert sorted(os.listdir(tmp_path / "d")) == ["graph.txt", "inputs.pt", "model.onnx", "report.md"]
+    assert "not kept in the dump" in caplog.text and "DynamicCache is not registered" in caplog.text
+
+
 def test_cli_compare(tmp_path):
     (tmp_path / "f.py").write_text(FACTORY)
     out = _run("compare", "f.py:factory", "--markdown", "c.md", "--plot", "c.png", cwd=tmp_path)

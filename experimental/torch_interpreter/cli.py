@@ -155,10 +155,25 @@ def _dump(folder: str, report: Any, args: tuple, kwargs: dict) -> None:
         return
     with open(os.path.join(folder, "graph.txt"), "w", encoding="utf-8") as f:
         f.write(str(ep))
+    _save_program(ep, os.path.join(folder, "exported_program.pt2"))
+
+
+def _save_program(ep: Any, path: str) -> None:
+    """``torch.export.save`` of ``ep``, kept only when ``torch.export.load`` reads it back: a program with
+    custom ops, PythonOp nodes or classes not registered for serialization (transformers' caches) may save
+    and not load; ``graph.txt`` holds the program then."""
     try:
-        torch.export.save(ep, os.path.join(folder, "exported_program.pt2"))
-    except Exception as e:  # some programs (custom ops, PythonOp) cannot be serialized
-        logger.warning("the ExportedProgram could not be saved: %s", e)
+        torch.export.save(ep, path)
+        torch.export.load(path)
+    except Exception as e:  # noqa: BLE001  (a dump keeps what it can; the reason is logged)
+        if os.path.exists(path):
+            os.remove(path)
+        logger.warning(
+            "the ExportedProgram was not kept in the dump (torch.export cannot save it or read it back: %s: %s); "
+            "graph.txt holds the program as text",
+            type(e).__name__,
+            str(e).splitlines()[0] if str(e) else "",
+        )
 
 
 def _copy_model(output: str, folder: str) -> None:
