@@ -172,6 +172,7 @@ def to_onnx(
             hook = functools.partial(
                 capture_autograd_functions, autograd_functions, training=model.training, strict=strict
             )
+            logger.info("capture: torch.export.export of %s (strict=%s)...", type(model).__name__, strict)
             captured = capture_model(
                 model, args, kwargs, dynamic_shapes, strict=strict, strategies=capture_strategies, around_export=hook
             )
@@ -188,11 +189,13 @@ def to_onnx(
         registry = with_custom_ops(registry, ep.graph_module, custom_ops)
         raise_if_missing(missing_converters(ep.graph_module, registry))
         # the onnxruntime level translates at opset 23 at least: ONNX Attention (optimize/__init__.py)
+        logger.info("translation: %d FX nodes...", len(ep.graph.nodes))
         onnx_model = translate(ep, registry, names, translation_opset(optimize, target_opset), providers)
         rename(onnx_model, input_names, output_names)  # torch.onnx.export's input_names, output_names
         export_report.translated(onnx_model)
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
         shape_guards.record(ep, onnx_model)  # size conditions the graph relies on, checked by InferenceSession
+        logger.info("optimization: optimize=%r, %d nodes...", optimize, len(onnx_model.graph))
         optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
         if capture_report is not None:
             capture_report.record(onnx_model)

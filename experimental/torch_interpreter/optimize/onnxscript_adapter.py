@@ -20,7 +20,9 @@ Repairs and undos: :func:`register_dangling_constants`, :func:`split_constant_of
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -62,6 +64,7 @@ from onnxscript.rewriter.ort_fusions import (
 from onnxscript.rewriter.rules import common
 
 from ..errors import ConversionError
+from ..logs import PACKAGE_LOGGER
 from .graph_match import dims, int64s, typed
 from .rewrite import CountingPass
 
@@ -147,9 +150,24 @@ class _FoldConstantsPass(InPlacePass):
     """onnxscript's constant folding (``onnxscript.optimizer.fold_constants_ir``), with ONNX shape inference."""
 
     def call(self, model: ir.Model) -> PassResult:
-        return onnxscript.optimizer.fold_constants_ir(
-            model, onnx_shape_inference=True, input_size_limit=FOLD_INPUT_SIZE_LIMIT
-        )
+        with _quiet_folding():
+            return onnxscript.optimizer.fold_constants_ir(
+                model, onnx_shape_inference=True, input_size_limit=FOLD_INPUT_SIZE_LIMIT
+            )
+
+
+@contextlib.contextmanager
+def _quiet_folding() -> Iterator[None]:
+    """onnxscript's folding logs a WARNING for each node it tried to evaluate and could not (the node then stays,
+    nothing is wrong): shown at ``verbose=2`` only, a user at the default level sees nothing."""
+    folding = logging.getLogger("onnxscript.optimizer")
+    saved = folding.level
+    if not logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.DEBUG):
+        folding.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        folding.setLevel(saved)
 
 
 def optimize_with_exact_constants(model: ir.Model) -> int:

@@ -109,6 +109,12 @@ class TransformersDynamicShapes(Strategy):
             f"{k}: {v}" if isinstance(v, dict) else f"{k}: {len(v)} cache tensors" for k, v in spec.items() if v
         )
         report.use(self.name, f"no dynamic_shapes given: used {shown}")
+        warn_at_caller(
+            f"no dynamic_shapes given for this transformers model: the usual axes were made dynamic ({shown}); "
+            "pass dynamic_shapes to choose them ({} keeps every axis static)",
+            CaptureStrategyWarning,
+            above=1,
+        )
         bound = bind_inputs(attempt.model.forward, attempt.args, attempt.kwargs)
         inferred = normalize(bound, attempt.args, attempt.kwargs, spec)
         return replace(attempt, spec=inferred, torch_spec=inferred.torch_spec, active=attempt.active | {self.name})

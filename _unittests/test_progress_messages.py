@@ -1,0 +1,51 @@
+"""What a user sees while exporting: a line when each step starts at ``verbose=1``, nothing at ``verbose=0`` (no
+warning of a dependency either), a warning naming the axes made dynamic for a transformers model given no
+``dynamic_shapes``."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import pytest
+import torch
+import transformers
+
+from experimental.torch_interpreter import CaptureStrategyWarning, to_onnx
+
+
+def _bert() -> torch.nn.Module:
+    cfg = transformers.BertConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                                  vocab_size=100)
+    return transformers.BertModel(cfg).eval()
+
+
+def test_each_step_announced_at_verbose_1(caplog):
+    caplog.set_level(logging.INFO)
+    to_onnx(torch.nn.Sequential(torch.nn.Linear(4, 4)), (torch.randn(2, 4),), verbose=1)
+    starts = [r.getMessage() for r in caplog.records if r.getMessage().endswith("...")]
+    assert starts == [
+        "capture: torch.export.export of Sequential (strict=False)...",
+        "translation: 5 FX nodes...",
+        "optimization: optimize=True, 1 nodes...",
+    ], starts
+
+
+def test_silent_at_verbose_0(capfd, caplog):
+    """A static transformers model: onnxscript's folding cannot evaluate some nodes and says so at WARNING level;
+    the user at the default level sees nothing of it."""
+    ids = torch.randint(0, 100, (2, 7))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        to_onnx(_bert(), (), {"input_ids": ids}, dynamic_shapes={})
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", (out, err)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.records
+
+
+def test_axes_made_dynamic_for_the_user_are_shown():
+    ids = torch.randint(0, 100, (2, 7))
+    with pytest.warns(CaptureStrategyWarning, match=r"the usual axes were made dynamic \(input_ids: \{0: 'batch', "
+                                                    r"1: 'seq'\}\); pass dynamic_shapes to choose them"):
+        onx = to_onnx(_bert(), (), {"input_ids": ids})
+    assert [d.dim_param for d in onx.graph.input[0].type.tensor_type.shape.dim] == ["batch", "seq"]
