@@ -219,6 +219,23 @@ def test_data_dependent_if_names_the_line():
         to_onnx(DataDependentIf(), (torch.randn(3),), capture_strategies=False)
 
 
+def test_data_dependent_if_short_story_first_and_no_graph_printed(capfd, tmp_path):
+    """The message opens with torch's first line, the model's line and the advice for a branch (not the advice for
+    a value-dependent size), torch's long text after; torch's partial graphs (printed at each try) are not shown
+    but kept in the report."""
+    with pytest.raises(ExportCaptureError) as info:
+        to_onnx(DataDependentIf(), (torch.randn(3),), report=tmp_path / "r.md")
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("torch.export.export (non-strict) failed: GuardOnDataDependentSymNode: ")
+    assert lines[1].startswith("Model code: ") and lines[1].endswith("in forward: if x.sum() > 0:")
+    assert lines[2].startswith("What to try: this line branches in Python on a tensor's value"), lines[2]
+    assert "the output shape depends on tensor values" not in str(info.value)
+    assert lines[3] == "torch's message, continued:"
+    out, err = capfd.readouterr()
+    assert "def forward" not in out + err and "GraphModule" not in out + err, err
+    assert "def forward" in (tmp_path / "r.md").read_text()
+
+
 class TorchRaises(torch.nn.Module):
     def forward(self, x):
         _, spec = torch.utils._pytree.tree_flatten((x, x))

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 import sysconfig
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 
 from ..errors import DynamicShapeError, ExportCaptureError
+from ..logs import PACKAGE_LOGGER
 from .failures import advice, concerns_dynamic_shapes
 from .kernels import shape_only_rnn_kernels
 
@@ -40,16 +44,21 @@ def export(
     torch._dynamo.reset()
     try:
         # RNN ops would unroll their time loop to compute shapes, freezing the sequence length
-        with shape_only_rnn_kernels():
+        with shape_only_rnn_kernels(), torch_output() as printed:
             ep = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
     except Exception as e:
-        message = str(e)
-        hints = advice(e)
+        message = str(e).strip()
+        frame = model_frame(e)
+        hints = advice(e, (frame.line or "") if frame is not None else "")
         mode = "strict" if strict else "non-strict"
-        text = f"torch.export.export ({mode}) failed: {type(e).__name__}: {message.strip()}"
+        first, _, rest = message.partition("\n")
+        # the short story first (torch's first line, the model's line, what to try), torch's whole text last
+        text = f"torch.export.export ({mode}) failed: {type(e).__name__}: {first}"
         text += where_it_failed(e)
         if hints:
             text += "\nWhat to try: " + "; ".join(hints)
+        if rest.strip():
+            text += "\ntorch's message, continued:\n" + rest.strip()
         if dynamic_shapes is not None and concerns_dynamic_shapes(e):
             raise DynamicShapeError(
                 text
@@ -57,9 +66,60 @@ def export(
                 + "\nThe dynamic_shapes spec does not fit what the model does with these dimensions; "
                 "follow torch's suggested fixes above, or use torch.export.Dim.DYNAMIC for an unnamed axis."
             ) from e
-        raise ExportCaptureError(text) from e
+        error = ExportCaptureError(text)
+        error.torch_output = printed.getvalue()
+        raise error from e
+    if printed.getvalue():
+        logger.debug("torch's output during the capture:\n%s", printed.getvalue())
     logger.info("torch.export.export (strict=%s) took %.3fs", strict, time.perf_counter() - begin)
     return ep
+
+
+class _Collect(logging.Filter):
+    """Keeps the records of torch's own handlers in ``out`` instead of letting them print."""
+
+    def __init__(self, out: io.StringIO):
+        super().__init__()
+        self.out = out
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.out.write(f"[{record.name}] {record.getMessage()}\n")
+        return False
+
+
+@contextlib.contextmanager
+def torch_output() -> Iterator[io.StringIO]:
+    """What torch prints while exporting (the partial graph of a failure, printed to stderr at each try; its
+    warnings to its own handlers), kept in the returned buffer instead of the user's terminal: a failed capture
+    keeps it on the error (``torch_output``, written in the export report), a capture that works logs it at DEBUG
+    level. Printed as usual at ``verbose=2``.
+
+    >>> import sys
+    >>> with torch_output() as printed:
+    ...     print("partial graph", file=sys.stderr)
+    >>> printed.getvalue()
+    'partial graph\\n'
+    """
+    out = io.StringIO()
+    if logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.DEBUG):
+        yield out
+        return
+    collect = _Collect(out)
+    handlers = [
+        h
+        for name, lg in [("torch", logging.getLogger("torch")), *logging.Logger.manager.loggerDict.items()]
+        if name.startswith("torch") and isinstance(lg, logging.Logger)
+        for h in lg.handlers
+    ]
+    handlers = list({id(h): h for h in handlers}.values())
+    for h in handlers:
+        h.addFilter(collect)
+    try:
+        with contextlib.redirect_stderr(out):
+            yield out
+    finally:
+        for h in handlers:
+            h.removeFilter(collect)
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -93,6 +153,13 @@ def _frames(e: BaseException) -> list[traceback.FrameSummary]:
 
 def _is_library(filename: str) -> bool:
     return filename.startswith((_TORCH_DIR, _OWN_DIR, _STDLIB_DIR)) or filename.startswith("<")
+
+
+def model_frame(e: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of the model's code in the traceback of ``e`` (torch's, the standard library's and this
+    package's frames skipped), None when there is none."""
+    user = [f for f in _frames(e) if not _is_library(f.filename)]
+    return user[-1] if user else None
 
 
 def where_it_failed(e: BaseException) -> str:

@@ -92,15 +92,35 @@ _MADE_STATIC = re.compile(
 )
 
 
-def advice(error: BaseException) -> list[str]:
-    """What to try, for each known cause found in torch's exception (its message or its type).
+#: a model line branching in Python (``if``, ``elif``, ``while``, a conditional expression, ``and``/``or``)
+_BRANCH = re.compile(r"^\s*(if|elif|while|assert)\b|\bif\b.*\belse\b|\b(and|or|not)\b")
+
+_BRANCH_ADVICE = (
+    "this line branches in Python on a tensor's value, which an exported graph cannot do (it holds one path): "
+    "write the branch as torch.cond(pred, true_fn, false_fn, operands) (ONNX If), compute both sides and pick "
+    "with torch.where, or let bypass_export_some_errors(rewrite_control_flow=[YourModule]) rewrite an `if` whose "
+    "branches return into torch.cond"
+)
+
+
+def advice(error: BaseException, source_line: str = "") -> list[str]:
+    """What to try, for each known cause found in torch's exception (its message or its type); ``source_line``,
+    the model's line that failed, tells a branch on a tensor value from a size that depends on values.
 
     >>> advice(RuntimeError("Encountered aliasing: Input-to-output aliasing detected"))[0][:45]
     'a body of a control-flow operator (scan, cond'
+    >>> advice(RuntimeError("Could not guard on data-dependent expression"), "if x.sum() > 0:")[0][:40]
+    'this line branches in Python on a tensor'
     """
     message = str(error)
     qualified = f"{type(error).__module__}.{type(error).__name__}"
-    return [text for marker, text in _HINTS if marker in message or marker in qualified]
+    hints = [text for marker, text in _HINTS if marker in message or marker in qualified]
+    branching = "Data-dependent branching" in message or (
+        "data-dependent" in message and _BRANCH.search(source_line) is not None
+    )
+    if branching:
+        hints = [_BRANCH_ADVICE] + [h for h in hints if not h.startswith("the output shape depends")]
+    return hints
 
 
 def concerns_dynamic_shapes(error: BaseException) -> bool:

@@ -54,6 +54,8 @@ class ExportReport:
     missing_ops: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     verification: str = ""
     error: str = ""
+    #: what torch printed while the failed capture ran (partial graphs, its warnings), kept off the terminal
+    torch_output: str = ""
     exported_program: torch.export.ExportedProgram | None = field(default=None, repr=False)
     onnx_model: ir.Model | None = field(default=None, repr=False)
     discrepancies: Any = field(default=None, repr=False)
@@ -99,6 +101,8 @@ class ExportReport:
         lines = ["# Export report", ""]
         if self.error:
             lines += ["**The export failed:**", "", "```", self.error, "```", ""]
+        if self.torch_output:
+            lines += ["What torch printed while capturing:", "", "```", self.torch_output.rstrip(), "```", ""]
         lines += ["## Steps", "", "| step | seconds | detail |", "| --- | --- | --- |"]
         lines += [f"| {name} | {t:.3f} | {detail} |" for name, t, detail in self.steps]
         lines += [f"| total | {total:.3f} | |", ""]
@@ -204,6 +208,7 @@ def recording(report: Any, filename: Any = None) -> Iterator[ExportReport]:
         if isinstance(e, UnsupportedOpError):
             rep.missing_ops = dict(e.missing)
         rep.error = f"{type(e).__name__}: {e}"
+        rep.torch_output = getattr(e, "torch_output", "")
         raise
     finally:
         if logger.isEnabledFor(logging.INFO):
