@@ -17,6 +17,7 @@ import torch
 import torch.fx
 
 from .errors import ConversionError
+from .registry import add_missing_hint
 
 #: complex ONNX type -> the real type of its parts
 REAL_OF = {ir.DataType.COMPLEX64: ir.DataType.FLOAT, ir.DataType.COMPLEX128: ir.DataType.DOUBLE}
@@ -100,3 +101,23 @@ def _flatten(value: Any) -> Iterable[Any]:
             yield from _flatten(v)
     else:
         yield value
+
+
+def missing_complex_hint(keys: list[str]) -> str | None:
+    """The line an "operator(s) have no converter" error adds for ops on complex tensors (``complex::`` keys).
+
+    >>> missing_complex_hint(["aten::relu.default"]) is None
+    True
+    """
+    ops = [k for k in keys if k.startswith("complex::")]
+    if not ops:
+        return None
+    return (
+        f"{', '.join(ops)} {'reads or produces' if len(ops) == 1 else 'read or produce'} complex tensors, which the "
+        "graph carries as real pairs (real, imaginary on a last axis of 2), and has no converter on pairs: compute on the parts in the model "
+        "(torch.view_as_real, .real, .imag), or register a converter under that complex:: key "
+        "(experimental/torch_interpreter/ops/complex.py shows how)"
+    )
+
+
+add_missing_hint(missing_complex_hint)

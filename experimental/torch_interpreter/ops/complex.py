@@ -8,6 +8,7 @@ with ``torch.polar``, ``view_as_complex`` and a complex product, DeepSeek-V2 sty
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -126,10 +127,48 @@ def complex_neg(ctx: NodeContext, self: ir.Value) -> ir.Value:
     return ctx.op("Neg", self)
 
 
-@register("complex::conj_physical.default")
+@register("complex::resolve_conj.default", "complex::resolve_neg.default")
+def complex_resolve_conj(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """resolve_conj(Tensor(a) self) -> Tensor(a): the pair already holds the values a conjugate view reads."""
+    return self
+
+
+@register("complex::conj.default", "complex::_conj.default", "complex::conj_physical.default")
 def complex_conj_physical(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """conj_physical(Tensor self) -> Tensor: the imaginary part negated."""
     return ctx.op("Mul", self, ctx.const([1.0, -1.0], _pair_dtype(ctx)))
+
+
+@register("complex::abs.default")
+def complex_abs(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """abs(Tensor self) -> Tensor: ``|a + bi|`` as PyTorch's ``hypot(a, b)``, a real tensor: ``sqrt(a² + b²)``
+    in double for complex64 (no overflow nor underflow of float32 parts), scaled by ``max(|a|, |b|)`` for
+    complex128; ``inf`` when a part is infinite, even with a NaN beside it."""
+    dtype = ctx.out_dtype
+    double = ir.DataType.DOUBLE
+    a, b = (ctx.cast(p, double) for p in _parts(ctx, self))
+    infinite = ctx.op("Or", ctx.op("IsInf", a), ctx.op("IsInf", b))
+    if dtype == double:
+        m = ctx.op("Max", ctx.op("Abs", a), ctx.op("Abs", b))
+        zero = ctx.op("Equal", m, ctx.const(0.0, double))
+        safe = ctx.op("Where", zero, ctx.const(1.0, double), m)
+        a, b = ctx.op("Div", a, safe), ctx.op("Div", b, safe)
+    out = ctx.op("Sqrt", ctx.op("Add", ctx.op("Mul", a, a), ctx.op("Mul", b, b)))
+    if dtype == double:
+        out = ctx.op("Mul", out, m)
+    out = ctx.op("Where", infinite, ctx.const(math.inf, double), out)
+    return ctx.cast(ctx.op("Squeeze", out, ctx.const([-1], INT64)), dtype)
+
+
+@register("complex::complex.default")
+def complex_complex(ctx: NodeContext, real: ir.Value, imag: ir.Value) -> ir.Value:
+    """complex(Tensor real, Tensor imag) -> Tensor: the parts broadcast to one shape and stacked on a last axis."""
+    dtype = _pair_dtype(ctx)
+    re, im = ctx.cast(real, dtype), ctx.cast(imag, dtype)
+    shape = ctx.op("Shape", ctx.op("Add", re, im))  # the broadcast shape (the sum's values are not read)
+    last = ctx.const([-1], INT64)
+    parts = [ctx.op("Unsqueeze", ctx.op("Expand", v, shape), last) for v in (re, im)]
+    return ctx.op("Concat", *parts, axis=-1)
 
 
 # -- moves: the pair's last axis stays last ---------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""Inverse real FFTs of real inputs: fft_irfft, fft_irfft2, fft_irfftn and the Hermitian FFTs fft_hfft*; the
-complex FFTs fft_fft*, fft_ifft* (their complex results as real pairs, ``complex::`` keys).
+"""The FFTs: fft_irfft, fft_irfft2, fft_irfftn and the Hermitian FFTs fft_hfft* (of real inputs, or of complex
+ones as real pairs); the complex FFTs fft_fft*, fft_ifft* and the one-sided fft_rfft*, fft_ihfft* (their complex
+results as real pairs, ``complex::`` keys).
 
-ONNX tensors are real, so the input of these ops is real here (a complex input has no ONNX type). The
+ONNX tensors are real: a complex tensor is carried as a real pair ``[..., 2]`` (``complex_pairs.py``). The
 transforms are products by cosine and sine matrices, computed at export time for static sizes (the complex
 FFTs also take dynamic axes: the matrices are then computed in the graph); inverse
 complex DFTs along the leading axes, then the complex-to-real transform of the last axis, whose one-sided
@@ -53,19 +54,32 @@ def _fit(ctx: NodeContext, x: ir.Value, axis: int, rank: int, size: int, want: i
     return x
 
 
+def _real_and_imaginary(ctx: NodeContext, x: ir.Value, val: Any, c: ir.DataType) -> tuple[ir.Value, ir.Value | None]:
+    """The parts of ``x`` in type ``c``: a real tensor's imaginary part is None, a pair ``[..., 2]`` is split."""
+    if not val.is_complex():
+        return ctx.cast(x, c), None
+    last = ctx.const([val.dim()], INT64)
+    parts = ctx.op("Split", x, ctx.const([1, 1], INT64), axis=-1, num_outputs=2)
+    re, im = (ctx.cast(ctx.op("Squeeze", p, last), c) for p in parts)
+    return re, im
+
+
 def _c2r(
     ctx: NodeContext, x: ir.Value, dims: Sequence[int], sizes: Sequence[int | None], norm: str | None, hermitian: bool
 ) -> ir.Value:
-    """irfftn of the real ``x`` over ``dims`` (output sizes ``sizes``, None: the default), or hfftn."""
-    shape = static_shape(ctx.arg_val(0))
+    """irfftn of ``x`` over ``dims`` (output sizes ``sizes``, None: the default), or hfftn: ``x`` real, or the
+    real pair of a complex tensor (hfftn reads its conjugate)."""
+    val = ctx.arg_val(0)
+    shape = static_shape(val)
     if shape is None:
         raise NotImplementedError("inverse real FFT with a dynamic shape")
     rank = len(shape)
     dims = [normalize_dim(d, rank) for d in dims]
     dtype = ctx.out_dtype
     c = opmath_dtype(dtype)
-    re = ctx.cast(x, c)
-    im = None
+    re, im = _real_and_imaginary(ctx, x, val, c)
+    if im is not None and hermitian:
+        im = ctx.op("Neg", im)
     out_sizes = []
     for d, s in zip(dims[:-1], sizes[:-1]):  # inverse complex DFTs
         n = shape[d] if s is None else s
@@ -105,7 +119,7 @@ def _c2r(
     return ctx.cast(out, dtype)
 
 
-@register("aten::fft_irfft.default", "aten::fft_hfft.default")
+@register("aten::fft_irfft.default", "aten::fft_hfft.default", "complex::fft_irfft.default", "complex::fft_hfft.default")
 def aten_fft_irfft(
     ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None
 ) -> ir.Value:
@@ -113,7 +127,9 @@ def aten_fft_irfft(
     return _c2r(ctx, self, [dim], [n], norm, ctx.op_name == "fft_hfft")
 
 
-@register("aten::fft_irfft2.default", "aten::fft_hfft2.default")
+@register(
+    "aten::fft_irfft2.default", "aten::fft_hfft2.default", "complex::fft_irfft2.default", "complex::fft_hfft2.default"
+)
 def aten_fft_irfft2(
     ctx: NodeContext,
     self: ir.Value,
@@ -132,7 +148,9 @@ def aten_fft_irfft2(
     )
 
 
-@register("aten::fft_irfftn.default", "aten::fft_hfftn.default")
+@register(
+    "aten::fft_irfftn.default", "aten::fft_hfftn.default", "complex::fft_irfftn.default", "complex::fft_hfftn.default"
+)
 def aten_fft_irfftn(
     ctx: NodeContext,
     self: ir.Value,
@@ -142,7 +160,7 @@ def aten_fft_irfftn(
 ) -> ir.Value:
     """fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor (fft_hfftn alike):
     without ``dim``, the last ``len(s)`` axes, or all of them."""
-    rank = ctx.rank(self)
+    rank = ctx.arg_val(0).dim()
     if dim is None:
         dim = list(range(rank - len(s), rank)) if s is not None else list(range(rank))
     sizes: list[Any] = list(s) if s is not None else [None] * len(dim)
@@ -248,11 +266,18 @@ def _dft_matrices(
 
 
 def _c2c(
-    ctx: NodeContext, x: ir.Value, dims: Sequence[int], sizes: Sequence[int | None], norm: str | None, inverse: bool
+    ctx: NodeContext,
+    x: ir.Value,
+    dims: Sequence[int],
+    sizes: Sequence[int | None],
+    norm: str | None,
+    inverse: bool,
+    onesided: bool = False,
 ) -> ir.Value:
     """fftn (``inverse``: ifftn) over ``dims`` of ``x``, a real tensor or the real pair of a complex one; the
     result is a pair ``[..., 2]``: one complex DFT per axis, products by cosine and sine matrices (built in
-    the graph for a dynamic axis transformed at its own length)."""
+    the graph for a dynamic axis transformed at its own length). ``onesided`` (rfftn, ihfftn of a real ``x``):
+    the last axis keeps its ``n // 2 + 1`` first frequencies, the others being their conjugates."""
     val = ctx.arg_val(0)
     rank = val.dim()
     dims = [normalize_dim(d, rank) for d in dims]
@@ -263,12 +288,7 @@ def _c2c(
                 f"{s} points; declare it static (Dim.STATIC) or leave the size to the input's"
             )
     c = ir.DataType.DOUBLE if val.dtype in (torch.complex128, torch.float64) else ir.DataType.FLOAT
-    if val.is_complex():
-        last = ctx.const([rank], INT64)
-        parts = ctx.op("Split", x, ctx.const([1, 1], INT64), axis=-1, num_outputs=2)
-        re, im = (ctx.cast(ctx.op("Squeeze", p, last), c) for p in parts)
-    else:
-        re, im = ctx.cast(x, c), None
+    re, im = _real_and_imaginary(ctx, x, val, c)
     sign = 1.0 if inverse else -1.0
     total: int | ir.Value = 1
     for d, s in zip(dims, sizes):
@@ -283,6 +303,8 @@ def _c2c(
             im = None if im is None else _fit(ctx, im, d, rank, size, n)
         total = int_op(ctx, "Mul", total, n)
         cos, sin = _dft_matrices(ctx, n, sign, c)  # exp(sign * i * angle) = cos + i * sin
+        if onesided and d == dims[-1]:
+            cos, sin = (_first_columns(ctx, m, int_op(ctx, "Add", int_op(ctx, "Div", n, 2), 1)) for m in (cos, sin))
         new_re = _apply(ctx, re, d, rank, cos)
         new_im = _apply(ctx, re, d, rank, sin)
         if im is not None:
@@ -297,6 +319,14 @@ def _c2c(
     count = float(total) if isinstance(total, int) else ctx.cast(total, c)
     factor = count if norm == scaled else math.sqrt(count) if isinstance(count, float) else ctx.op("Sqrt", count)
     return ctx.op("Div", out, ctx.operand(factor, c))
+
+
+def _first_columns(ctx: NodeContext, matrix: np.ndarray | ir.Value, count: int | ir.Value) -> np.ndarray | ir.Value:
+    """The ``count`` first columns of a DFT matrix (a constant, or a value built in the graph)."""
+    if isinstance(matrix, np.ndarray):
+        return matrix[:, :count]
+    end = ctx.op("Reshape", ctx.operand(count, INT64), ctx.const([1], INT64))
+    return ctx.op("Slice", matrix, ctx.const([0], INT64), end, ctx.const([1], INT64))
 
 
 def _dims_and_sizes(rank: int, s: Sequence[int] | None, dim: Sequence[int] | None) -> tuple[list[int], list[Any]]:
@@ -338,3 +368,50 @@ def complex_fft_fftn(
     the complex result as a real pair ``[..., 2]``."""
     dims, sizes = _dims_and_sizes(ctx.arg_val(0).dim(), s, dim)
     return _c2c(ctx, self, dims, sizes, norm, ctx.op_name == "fft_ifftn")
+
+
+@register("complex::fft_rfft.default", "complex::fft_ihfft.default")
+def complex_fft_rfft(
+    ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None
+) -> ir.Value:
+    """fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor (fft_ihfft alike): the
+    ``n // 2 + 1`` first frequencies of a real input, a real pair"""
+    return _c2c(ctx, self, [dim], [n], norm, ctx.op_name == "fft_ihfft", onesided=True)
+
+
+@register("complex::fft_rfft2.default", "complex::fft_ihfft2.default")
+def complex_fft_rfft2(
+    ctx: NodeContext,
+    self: ir.Value,
+    s: Sequence[int] | None = None,
+    dim: Sequence[int] = (-2, -1),
+    norm: str | None = None,
+) -> ir.Value:
+    """fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor (fft_ihfft2 alike)"""
+    sizes = list(s) if s is not None else [None] * len(dim)
+    return _c2c(ctx, self, list(dim), sizes, norm, ctx.op_name == "fft_ihfft2", onesided=True)
+
+
+@register("complex::fft_rfftn.default", "complex::fft_ihfftn.default")
+def complex_fft_rfftn(
+    ctx: NodeContext,
+    self: ir.Value,
+    s: Sequence[int] | None = None,
+    dim: Sequence[int] | None = None,
+    norm: str | None = None,
+) -> ir.Value:
+    """fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor (fft_ihfftn alike)"""
+    dims, sizes = _dims_and_sizes(ctx.arg_val(0).dim(), s, dim)
+    return _c2c(ctx, self, dims, sizes, norm, ctx.op_name == "fft_ihfftn", onesided=True)
+
+
+@register("aten::fft_fftfreq.default", "aten::fft_rfftfreq.default")
+def aten_fft_fftfreq(ctx: NodeContext, n: int, d: float = 1.0, **kwargs: Any) -> ir.Value:
+    """fft_fftfreq(int n, float d=1., *, ScalarType? dtype=None, ...) -> Tensor (fft_rfftfreq alike): the sample
+    frequencies, a constant computed as PyTorch does: the integers ``k`` in the output type times
+    ``1 / (n * d)`` (computed in double, rounded to the output type)"""
+    if not isinstance(n, int):
+        raise NotImplementedError(f"{ctx.op_name} of a dynamic length: its values depend on it, give a Python int")
+    k = np.arange(n // 2 + 1) if ctx.op_name == "fft_rfftfreq" else np.rint(np.fft.fftfreq(n) * n)
+    t = ctx.out_dtype.numpy()
+    return ctx.const(k.astype(t) * t.type(1.0 / (n * d)), ctx.out_dtype)

@@ -43,8 +43,9 @@ def aten_alias(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
 
 @register("aten::to.dtype", "aten::to.device", "aten::to.dtype_layout", "aten::_to_copy.default", "aten::type_as.default")
 def aten_to(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
-    """to(Tensor self, ..., ScalarType dtype, ...) -> Tensor: a Cast when the dtype changes, nothing else."""
-    return ctx.cast(self, ctx.out_dtype)
+    """to(Tensor self, ..., ScalarType dtype, ...) -> Tensor: a Cast when the dtype changes, nothing else; a
+    Python number (a scalar ``torch.vmap`` lowered into a tensor) is a constant of the output type."""
+    return ctx.operand(self, ctx.out_dtype)
 
 
 @register("aten::to.other")

@@ -170,7 +170,7 @@ def missing_hint(keys: Sequence[str]) -> str | None:
     True
     """
     custom = [k for k in keys if "::" in k and k.partition("::")[0] not in TORCH_NAMESPACES | {"higher_order"}]
-    custom = [k for k in custom if k.partition("::")[0] not in ("operator", "math", "builtins")]
+    custom = [k for k in custom if k.partition("::")[0] not in ("operator", "math", "builtins", "complex")]
     if not custom:
         return None
     return (
