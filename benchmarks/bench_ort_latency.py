@@ -11,6 +11,9 @@ Writes a reST table included by ``_doc/performance.rst`` and a plot next to it::
     python benchmarks/bench_ort_latency.py --models llama,gpt2 --repeat 30
     python benchmarks/bench_ort_latency.py --models gpt2 --repeat 30 --merge  # one model again, the others kept
 
+``--device cuda`` measures on the GPU instead (``ort_device_latency.py``): fp32, fp16 and bf16, two shapes and a
+decoding step, with I/O binding, against the official exporter's models and eager PyTorch on the same GPU.
+
 onnxruntime runs with one intra-op thread by default (``--threads``): on a machine other jobs share, its
 threads spinning against them made the timings swing by tens of percent.
 """
@@ -423,9 +426,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--render-only", action="store_true", help=f"table and plot from {os.path.basename(RESULTS)}")
     parser.add_argument("--merge", action="store_true",
                         help=f"keep the rows of {os.path.basename(RESULTS)} for the models not in --models")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default=None,
+                        help="measure on this device with I/O binding, fp32/fp16/bf16, against eager PyTorch there "
+                             "(ort_device_latency.py); without it, the CPU table of the documentation")
+    parser.add_argument("--dtypes", default="float32,float16,bfloat16", help="with --device")
+    parser.add_argument("--quick", action="store_true", help="with --device: tiny models and inputs")
+    parser.add_argument("--json", default=None, help="with --device: write the rows there")
+    parser.add_argument("--table", default=None, help="with --device: write the reST table there")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logger.setLevel(logging.INFO)
+    if args.device is not None:
+        import ort_device_latency
+
+        return ort_device_latency.main(args)
     if args.render_only:
         with open(RESULTS) as f:
             stored = json.load(f)
