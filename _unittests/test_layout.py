@@ -42,7 +42,7 @@ CONTRACT = {"python_op", "python_op.table", "python_op.attributes", "python_op.e
 ROOT_MODULES = {
     "base": {"errors", "logs", "dtypes", "metadata", "opsets", "saving", "provenance", "providers"},
     "translation": {"registry", "type_rules", "builder", "complex_pairs", "dims", "context", "aliasing", "interpreter"},
-    "front": {"__init__", "__main__", "convert", "cli", "onnx_export_errors", "torch_onnx_arguments"},
+    "front": {"__init__", "__main__", "convert", "cli", "onnx_export_errors", "torch_onnx_arguments", "program"},
 }
 FOLDERS = {
     "patches": "patches",

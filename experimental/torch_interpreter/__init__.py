@@ -6,6 +6,7 @@
 from . import ops  # noqa: F401  (registers the converters)
 from .convert import to_onnx
 from .errors import (
+    ArgumentError,
     CaptureStrategyWarning,
     ConstantInputWarning,
     ConversionError,
@@ -13,7 +14,9 @@ from .errors import (
     ExportCaptureError,
     InputMismatchError,
     InvalidModelError,
+    MalformedModelError,
     MissingCustomOpError,
+    MissingFunctionError,
     ProviderError,
     ProviderWarning,
     RuntimeFeedError,
@@ -22,22 +25,22 @@ from .errors import (
     TorchInterpreterWarning,
     TrainingModeWarning,
     UnsupportedOpError,
+    UntrustedCodeError,
     VerificationError,
 )
 from .investigate import DiscrepancyReport, ExportReport, NodeDiscrepancy
 from .investigate.discrepancies import find_discrepancies
 from .onnx_export_errors import bypass_export_some_errors
 from .optimize import optimize_model
+from .program import OnnxProgram, export
 from .capture.range_constraints import RangeConstraintWarning
 from .registry import Registry, default_registry, register
 from .runtime import InferenceSession
 
 __all__ = [
+    "ArgumentError",
     "CaptureStrategyWarning",
     "ConstantInputWarning",
-    "TorchInterpreterWarning",
-    "TrainingModeWarning",
-    "bypass_export_some_errors",
     "ConversionError",
     "DiscrepancyReport",
     "DynamicShapeError",
@@ -46,18 +49,26 @@ __all__ = [
     "InferenceSession",
     "InputMismatchError",
     "InvalidModelError",
+    "MalformedModelError",
     "MissingCustomOpError",
+    "MissingFunctionError",
+    "NodeDiscrepancy",
+    "OnnxProgram",
     "ProviderError",
     "ProviderWarning",
-    "NodeDiscrepancy",
     "RangeConstraintWarning",
     "Registry",
     "RuntimeFeedError",
     "SaveError",
     "TorchInterpreterError",
+    "TorchInterpreterWarning",
+    "TrainingModeWarning",
     "UnsupportedOpError",
+    "UntrustedCodeError",
     "VerificationError",
+    "bypass_export_some_errors",
     "default_registry",
+    "export",
     "find_discrepancies",
     "optimize_model",
     "register",

@@ -95,8 +95,19 @@ class MalformedModelError(TorchInterpreterError, ValueError):
     names the node and the attribute."""
 
 
+class UnsupportedTorchError(TorchInterpreterError, ImportError):
+    """The installed torch is older than the supported range: the package does not import. The message names
+    the range (:data:`experimental.torch_interpreter.torch_versions.SUPPORTED`) and the command that installs a
+    supported release."""
+
+
 class TorchInterpreterWarning(UserWarning):
     """Base class of every warning emitted by :mod:`experimental.torch_interpreter`."""
+
+
+class UntestedTorchWarning(TorchInterpreterWarning):
+    """The installed torch is newer than the supported range: the package imports, but torch.export's internals
+    may have moved; the message names the range the package was tested on."""
 
 
 class TrainingModeWarning(TorchInterpreterWarning):
@@ -121,3 +132,8 @@ class ProviderWarning(TorchInterpreterWarning):
     """:class:`InferenceSession` runs a model on a provider it was not made for (``to_onnx(..., providers=...)``):
     the guards that provider needs were left out, some edge values (NaN, infinities, float16 rounding) may
     differ from PyTorch."""
+
+
+class ArgumentError(TorchInterpreterError, TypeError):
+    """A function of the package was given an argument it does not take in that form; the message says which
+    function takes it."""

@@ -53,7 +53,7 @@ def compare_exported(
     """
     begin = time.perf_counter()
     args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
-    feeds, flat_user, flat_all = _feeds(ep, model, args, kwargs)
+    feeds, flat_user, flat_all = onnx_feeds(ep, model, args, kwargs)
     torch_results, _ = run_exported_program(ep, args, kwargs)
     torch_done = time.perf_counter()
 
@@ -170,7 +170,7 @@ def _compare_node(
     )
 
 
-def _feeds(
+def onnx_feeds(
     ep: torch.export.ExportedProgram, model: ir.Model, args: tuple, kwargs: dict | None
 ) -> tuple[dict[str, Any], list[Any], list[Any]]:
     """onnxruntime feeds: the user inputs that are tensors or dynamic sizes, in placeholder order,

@@ -99,6 +99,14 @@ def _encode(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
+#: the dtypes, layouts and memory formats a constant may name (``float32``, ``strided``, ``contiguous_format``)
+_TORCH_CONSTANTS = {
+    str(v).removeprefix("torch."): v
+    for v in vars(torch).values()
+    if isinstance(v, (torch.dtype, torch.layout, torch.memory_format))
+}
+
+
 def _decode(value: Any) -> Any:
     if value is None:
         return None
@@ -106,8 +114,10 @@ def _decode(value: Any) -> Any:
         return DEFAULT_ARGUMENT
     if "str" in value:
         return value["str"]
-    if "torch" in value:
-        return getattr(torch, value["torch"])
+    if "torch" in value:  # looked up in a table, never getattr(torch, ...): a model attribute imports nothing
+        if value["torch"] not in _TORCH_CONSTANTS:
+            raise ValueError(f"PythonOp: {value['torch']!r} is no torch dtype, layout or memory format")
+        return _TORCH_CONSTANTS[value["torch"]]
     if "device" in value:
         return torch.device(value["device"])
     raise ValueError(f"PythonOp: unknown constant encoding {value!r}")

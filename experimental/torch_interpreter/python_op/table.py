@@ -1,9 +1,13 @@
 """Process-wide tables: the captured ``Function.apply`` calls (what the custom op's ``key`` stands for), the
-Function classes by qualified name, and the Python objects passed to them by reference."""
+Function classes by qualified name, and the Python objects passed to them by reference.
+
+Nothing here imports a module by itself: :func:`resolve_function` finds a class exported or registered in this
+process, and looks further only through the importer its caller gives (the runtime's, which imports only what
+the user allowed, ``runtime/trust.py``).
+"""
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import threading
 from collections.abc import Callable, Sequence
@@ -12,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ..errors import MalformedModelError, MissingFunctionError, UntrustedCodeError
 from .attributes import constant_kind
 
 _LOCK = threading.Lock()
@@ -22,6 +27,8 @@ _COUNTER = itertools.count()
 _FUNCTIONS: dict[str, type] = {}
 #: id(obj) -> obj for the arguments stored by reference (``input_pointer_scalars``); kept alive for the process
 _POINTERS: dict[int, Any] = {}
+#: id(obj) -> the func_names of the classes that received it at export
+_POINTER_OWNERS: dict[int, set[str]] = {}
 
 
 def func_name(cls: type) -> str:
@@ -119,6 +126,7 @@ def register(
         for c, a in zip(convention, arguments):
             if c == "c" and constant_kind(a) == "pointer":
                 _POINTERS.setdefault(id(a), a)
+                _POINTER_OWNERS.setdefault(id(a), set()).add(name)
     return key
 
 
@@ -133,46 +141,103 @@ def get(key: str) -> Call:
         ) from None
 
 
-def pointer(address: int) -> Any:
-    """The object stored by reference at export time (``input_pointer_scalars``)."""
-    try:
+def pointer(address: int, owner: str | None = None) -> Any:
+    """The object stored by reference at export time (``input_pointer_scalars``); with ``owner`` (a
+    ``func_name``), only an object that class received at export: a node cannot hand one class's argument to
+    another. The address is a key of this table, never read as memory.
+
+    >>> pointer(0)
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.MissingFunctionError: the PythonOp argument passed by reference (0x0) is unknown in this process: arguments that are not bools, ints, floats or tuples of them live only in the process that exported the model
+    """
+    if address in _POINTERS and (owner is None or owner in _POINTER_OWNERS.get(address, ())):
         return _POINTERS[address]
-    except KeyError:
-        raise LookupError(
-            f"the PythonOp argument passed by reference ({address:#x}) is unknown in this process: arguments that "
-            "are not bools, ints, floats or tuples of them live only in the process that exported the model"
-        ) from None
+    raise MissingFunctionError(
+        f"the PythonOp argument passed by reference ({address:#x}) is unknown in this process: arguments that "
+        "are not bools, ints, floats or tuples of them live only in the process that exported the model"
+    )
 
 
-def resolve_function(name: str) -> type:
-    """The ``torch.autograd.Function`` class named ``name``: exported in this process, or imported by name."""
+def registered_function(name: str) -> type | None:
+    """The ``torch.autograd.Function`` class named ``name`` if it was exported in this process or registered
+    with :func:`register_function`, else None.
+
+    >>> registered_function("a2o_nowhere.Function") is None
+    True
+    """
+    return _FUNCTIONS.get(name)
+
+
+def check_function_name(name: str) -> list[str]:
+    """The dotted parts of a ``func_name``; raises :class:`MalformedModelError` unless each is a Python identifier
+    that is not a dunder name (``__class__``...).
+
+    >>> check_function_name("mypkg.layers.MyFunction")
+    ['mypkg', 'layers', 'MyFunction']
+    """
+    parts = name.split(".") if isinstance(name, str) else []
+    if len(parts) < 2 or not all(p.isidentifier() and not p.startswith("__") for p in parts):
+        raise MalformedModelError(
+            f"PythonOp: func_name {name!r} is not the qualified name of a class (module.Class, Python identifiers)"
+        )
+    return parts
+
+
+def resolve_function(name: str, import_module: Callable[[str], Any] | None = None) -> type:
+    """The ``torch.autograd.Function`` class named ``name``: exported or registered in this process; otherwise,
+    when ``import_module`` is given, looked up in the longest module of ``name`` it imports (it raises to refuse a
+    module, ``ModuleNotFoundError`` for a module that does not exist). Without it nothing is imported.
+
+    >>> resolve_function("torch.autograd.function.Function")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.UntrustedCodeError: PythonOp: the autograd.Function ... is not registered in this process...
+    """
     cls = _FUNCTIONS.get(name)
     if cls is not None:
         return cls
-    parts = name.split(".")
+    parts = check_function_name(name)
+    if import_module is None:
+        raise UntrustedCodeError(
+            f"PythonOp: the autograd.Function {name!r} is not registered in this process and nothing may be "
+            "imported: register the class with experimental.torch_interpreter.python_op.register_function(cls)"
+        )
     for i in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:i])
         try:
-            obj: Any = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[i:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            break
+            obj: Any = import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
+                continue  # that module does not exist: the name may go on with a class inside a shorter module
+            raise
+        obj = _attribute_path(obj, parts[i:])
         if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
-            _FUNCTIONS[name] = obj
             return obj
         break
-    raise LookupError(
-        f"PythonOp: cannot find the autograd.Function {name!r}: import the module that defines it, or register "
-        "the class with experimental.torch_interpreter.python_op.register_function(cls)"
+    raise MissingFunctionError(
+        f"PythonOp: cannot find the autograd.Function {name!r}: no module of that name defines it in this process"
     )
+
+
+def _attribute_path(obj: Any, names: Sequence[str]) -> Any:
+    for attr in names:
+        obj = getattr(obj, attr, None)
+    return obj
 
 
 def register_function(cls: type, name: str | None = None) -> None:
     """Makes ``cls`` callable by PythonOp nodes whose ``func_name`` is ``name`` (default: its qualified name),
-    e.g. for a class defined inside a function, in a process that did not export the model."""
+    e.g. for a class defined inside a function, in a process that did not export the model.
+
+    >>> class Twice(torch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         return x * 2
+    >>> register_function(Twice, "mymodels.Twice")
+    >>> registered_function("mymodels.Twice") is Twice
+    True
+    """
     if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
         raise TypeError(f"register_function expects a torch.autograd.Function subclass, not {cls!r}")
     _FUNCTIONS[name or func_name(cls)] = cls

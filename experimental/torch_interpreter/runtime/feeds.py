@@ -14,7 +14,7 @@ import onnxruntime as ort
 import torch
 
 from ..errors import RuntimeFeedError
-from ..metadata import constant_inputs
+from ..metadata import CONSTANT_INPUTS, constant_inputs
 from .guards import SizeChecks
 from .ort_values import NUMPY_OF, TYPE_OF_NUMPY, TYPE_OF_TORCH
 
@@ -88,6 +88,27 @@ def check_feed_types(inputs: Sequence[Any], feeds: Mapping[str, Any]) -> None:
                     )
 
 
+#: the longest text of the scalars baked in at export read from a model's metadata, in characters
+MAX_CONSTANT_INPUTS = 100_000
+
+
+def _constant_inputs(meta: Mapping[str, str]) -> dict[str, Any]:
+    """The scalars baked in at export (a Python literal, never evaluated as code), ``{}`` when the entry is too
+    long, nests too deeply or is no dict: it only improves a message.
+
+    >>> from experimental.torch_interpreter.metadata import CONSTANT_INPUTS
+    >>> _constant_inputs({CONSTANT_INPUTS: "[" * 100_000}), _constant_inputs({CONSTANT_INPUTS: "{'a': 1}"})
+    ({}, {'a': 1})
+    """
+    if len(meta.get(CONSTANT_INPUTS) or "") > MAX_CONSTANT_INPUTS:
+        return {}
+    try:
+        constants = constant_inputs(meta)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return {}
+    return constants if isinstance(constants, dict) else {}
+
+
 def check_constant_feeds(meta: Mapping[str, str], names: Sequence[str]) -> None:
     """Raises :class:`RuntimeFeedError` when ``names`` (feeds the model has no input for) are scalars that the
     export baked in as constants (``metadata.CONSTANT_INPUTS`` in the model's metadata ``meta``).
@@ -101,7 +122,7 @@ def check_constant_feeds(meta: Mapping[str, str], names: Sequence[str]) -> None:
     """
     if not names:
         return
-    constants = constant_inputs(meta)
+    constants = _constant_inputs(meta)
     baked = {n: constants[n] for n in names if n in constants}
     if baked:
         shown = ", ".join(f"{n!r} (exported as the constant {v!r})" for n, v in baked.items())

@@ -6,7 +6,9 @@ relies on). :class:`SizeChecks` reads them once and raises a
 :class:`~experimental.torch_interpreter.RuntimeFeedError` naming the input, the axis, the condition and where
 it comes from when a feed breaks one. The conditions are Python expressions read by a small evaluator that
 accepts only integers, arithmetic, comparisons, ``and``/``or``/``not``, ``min``/``max``/``ceil``/``floor``
-and ``shape(input, axis)``: a model file never runs code.
+and ``shape(input, axis)``: a model file never runs code. A condition is at most :data:`MAX_CONDITION`
+characters and its powers at most :data:`MAX_BITS` bits, so that it cannot make the check take memory or time;
+entries that do not have the expected form are not checked (a warning says so).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Div: lambda a, b: Fraction(a) / Fraction(b),
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
+    ast.Pow: lambda a, b: _power(a, b),
 }
 _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq,
@@ -43,6 +45,31 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.GtE: operator.ge,
 }
 _CALLS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "ceil": math.ceil, "floor": math.floor, "abs": abs}
+#: the longest condition read, in characters
+MAX_CONDITION = 10_000
+#: the largest power a condition may compute, in bits
+MAX_BITS = 4096
+
+
+def _bits(value: Any) -> int:
+    if isinstance(value, Fraction):
+        return max(value.numerator.bit_length(), value.denominator.bit_length())
+    return abs(int(value)).bit_length() if isinstance(value, (int, float)) and math.isfinite(value) else 0
+
+
+def _power(base: Any, exponent: Any) -> Any:
+    """``base ** exponent`` when the result fits in :data:`MAX_BITS` bits.
+
+    >>> _power(2, 10)
+    1024
+    >>> _power(10, 10**6)
+    Traceback (most recent call last):
+    ...
+    ValueError: the power 10 ** 1000000 in a size condition exceeds 4096 bits
+    """
+    if max(_bits(base), 1) * abs(int(exponent)) > MAX_BITS:
+        raise ValueError(f"the power {base} ** {exponent} in a size condition exceeds {MAX_BITS} bits")
+    return operator.pow(base, exponent)
 
 
 def evaluate(text: str, shapes: Mapping[str, tuple[int, ...]]) -> Any:
@@ -82,7 +109,41 @@ def evaluate(text: str, shapes: Mapping[str, tuple[int, ...]]) -> Any:
                 return _CALLS[node.func.id](*(ev(a) for a in node.args))
         raise ValueError(f"unexpected {ast.dump(node)[:80]} in a size condition")
 
-    return ev(ast.parse(text, mode="eval"))
+    if len(text) > MAX_CONDITION:
+        raise ValueError(f"a size condition of {len(text)} characters (more than {MAX_CONDITION})")
+    try:
+        return ev(ast.parse(text, mode="eval"))
+    except (RecursionError, MemoryError):
+        raise ValueError("a size condition nests too deeply") from None
+    except OverflowError:
+        raise ValueError("a size condition overflows") from None
+
+
+def _is_guard(entry: Any) -> bool:
+    return isinstance(entry, dict) and isinstance(entry.get("check"), str)
+
+
+def _is_range(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("input"), str)
+        and all(type(entry.get(k)) is int for k in ("axis", "low"))
+        and (entry.get("high") is None or type(entry.get("high")) is int)
+    )
+
+
+def _entries(entries: Any, valid: Callable[[Any], bool]) -> list[Any]:
+    """The entries of a metadata list that have the expected form (a warning for the others).
+
+    >>> _entries([{"check": "1 == 1"}, 3], _is_guard)
+    [{'check': '1 == 1'}]
+    """
+    if not isinstance(entries, list):
+        entries = [entries]
+    kept = [e for e in entries if valid(e)]
+    if len(kept) != len(entries):
+        logger.warning("%d size condition(s) of the model unreadable: not checked", len(entries) - len(kept))
+    return kept
 
 
 class SizeChecks:
@@ -100,11 +161,13 @@ class SizeChecks:
         self.guards: list[dict[str, str]] = []
         self.ranges: list[dict[str, Any]] = []
         try:
-            self.guards = json.loads(metadata[SHAPE_GUARDS]) if SHAPE_GUARDS in metadata else []
+            guards = json.loads(metadata[SHAPE_GUARDS]) if SHAPE_GUARDS in metadata else []
             ranges = json.loads(metadata[RANGE_CONSTRAINTS]) if RANGE_CONSTRAINTS in metadata else []
-            self.ranges = [r for r in ranges if r.get("narrowed")]
-        except (ValueError, TypeError) as e:  # a model edited by hand: say so, check nothing
+        except (ValueError, TypeError, RecursionError) as e:  # a model edited by hand: say so, check nothing
             logger.warning("size conditions of the model unreadable (%s): not checked", e)
+            return
+        self.guards = _entries(guards, _is_guard)
+        self.ranges = [r for r in _entries(ranges, _is_range) if r.get("narrowed")]
 
     def __bool__(self) -> bool:
         return bool(self.guards or self.ranges)
@@ -119,7 +182,7 @@ class SizeChecks:
             if size < r["low"] or (r["high"] is not None and size > r["high"]):
                 bounds = f">= {r['low']}" if r["high"] is None else f"in [{r['low']}, {r['high']}]"
                 raise RuntimeFeedError(
-                    f"input {r['input']!r} axis {r['axis']} ({r['dim']!r}) is {size}, the exported graph needs it "
+                    f"input {r['input']!r} axis {r['axis']} ({r.get('dim')!r}) is {size}, the exported graph needs it "
                     f"{bounds} (torch.export narrowed that range: metadata_props[{RANGE_CONSTRAINTS!r}]); "
                     "PyTorch would give other results or fail: export again with inputs of this size"
                 )
@@ -136,6 +199,6 @@ class SizeChecks:
                 inputs = ", ".join(f"{n} of shape {tuple(s)}" for n, s in known.items() if repr(n) in g["check"])
                 raise RuntimeFeedError(
                     f"the feeds break a condition the exported graph relies on: {g['check']} with {inputs} "
-                    f"({g['why']}, FX node {g['node']!r}, {g['source']}); PyTorch would give other results: "
-                    "export again with inputs of this size, or make the model's code independent of it"
+                    f"({g.get('why')}, FX node {g.get('node')!r}, {g.get('source')}); PyTorch would give other "
+                    "results: export again with inputs of this size, or make the model's code independent of it"
                 )

@@ -15,6 +15,7 @@ from .model_loading import Model
 from .python_op_nodes import has_python_ops
 from .python_op_session import PythonOpSession
 from .session import OrtSession
+from .trust import TrustPolicy
 
 
 class InferenceSession:
@@ -22,6 +23,14 @@ class InferenceSession:
 
     Without ``providers``, it chooses CUDA when onnxruntime-gpu and a GPU are present and falls back
     to the CPU when the CUDA session cannot be created.
+
+    A model with ``com.microsoft::PythonOp`` nodes names Python code. As ``torch.load(weights_only=True)``, the
+    session imports nothing by default: an ``autograd.Function`` must be exported or registered in this process,
+    a custom op registered (its library imported), torch's own ops are refused, and every node is checked when
+    the session is created (:class:`~experimental.torch_interpreter.errors.UntrustedCodeError`,
+    :class:`~experimental.torch_interpreter.errors.MalformedModelError`). ``trusted_modules`` (module names,
+    their submodules included) lets the session import the modules a node names to find its code;
+    ``trust_python_code=True`` any module, only for a model file trusted as much as code you run.
 
     Example::
 
@@ -31,6 +40,7 @@ class InferenceSession:
         >>> sess = InferenceSession(onx)
         >>> sess.run(None, {"input": torch.tensor([-1.0, 0.0, 2.0])})[0]
         array([0., 0., 2.], dtype=float32)
+        >>> sess = InferenceSession(onx, trusted_modules=("mymodels",))  # may import mymodels and its submodules
     """
 
     def __init__(
@@ -38,9 +48,15 @@ class InferenceSession:
         model: Model,
         providers: Sequence[str] | None = None,
         sess_options: ort.SessionOptions | None = None,
+        *,
+        trusted_modules: str | Sequence[str] = (),
+        trust_python_code: bool = False,
     ):
+        policy = TrustPolicy.create(trusted_modules, trust_python_code)
         #: the session running a model with PythonOp nodes, None for a plain model
-        self._python_ops = PythonOpSession(model, providers, sess_options) if has_python_ops(model) else None
+        self._python_ops = (
+            PythonOpSession(model, providers, sess_options, policy) if has_python_ops(model) else None
+        )
         self._sess: OrtSession | PythonOpSession = (
             self._python_ops if self._python_ops is not None else OrtSession(model, providers, sess_options)
         )

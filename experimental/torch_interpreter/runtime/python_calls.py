@@ -1,8 +1,10 @@
 """What a ``com.microsoft::PythonOp`` node calls at run time, and the nodes run in Python around it.
 
-:func:`python_call` reads a node: a custom op (``func_name`` ``torch.ops.<ns>.<op>.<overload>``, found through
-``torch.ops``, :mod:`.custom_op_calls`) or a ``torch.autograd.Function`` (found by its qualified name,
-:mod:`experimental.torch_interpreter.python_op.table`), its constants rebuilt from the attributes
+:func:`python_call` reads a node, its attributes checked first (:mod:`.node_checks`): a custom op (``func_name``
+``torch.ops.<ns>.<op>.<overload>``, found through ``torch.ops``, :mod:`.custom_op_calls`) or a
+``torch.autograd.Function`` (exported or registered in this process,
+:mod:`experimental.torch_interpreter.python_op.table`, or imported from a module the session's
+:class:`.trust.TrustPolicy` allows), its constants rebuilt from the attributes
 (:mod:`experimental.torch_interpreter.python_op.attributes`). :class:`ControlFlowCall` runs a control-flow node
 whose bodies hold PythonOp nodes with onnx's reference evaluator, :class:`PythonOp` calling torch back.
 """
@@ -19,12 +21,14 @@ import torch
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
+from ..errors import MalformedModelError, MissingFunctionError, UntrustedCodeError
 from ..python_op import table
 from ..python_op.attributes import DOMAIN, decode_constants
-from ..python_op.encoding import PREFIX, object_table, tensor_lists
-from ..python_op.table import resolve_function
-from .custom_op_calls import call_arguments, resolve_op
-from .python_op_nodes import node_inputs
+from ..python_op.encoding import PREFIX
+from .custom_op_calls import call_arguments, node_constants, resolve_op
+from .node_checks import node_attributes
+from .python_op_nodes import node_inputs, python_op_nodes
+from .trust import TrustPolicy, import_module, option_hint
 
 
 @dataclass
@@ -52,40 +56,95 @@ class PythonCall:
         return self.cls.apply(*self.arguments(tensors))  # type: ignore[union-attr]
 
 
-def python_call(node: onnx.NodeProto) -> PythonCall:
-    """What a PythonOp node calls: a custom op (``func_name`` ``torch.ops.<ns>.<op>.<overload>``, found through
-    ``torch.ops``) or a ``torch.autograd.Function`` (found by its qualified name), constants rebuilt.
+def function_class(name: str, policy: TrustPolicy, where: str) -> type:
+    """The ``torch.autograd.Function`` a PythonOp node names: exported or registered in this process, or found in
+    a module ``policy`` allows (imported then); refused with
+    :class:`~experimental.torch_interpreter.errors.UntrustedCodeError` before any import otherwise.
 
-    >>> node = onnx.helper.make_node("PythonOp", ["x"], ["ctx", "y"], domain="com.microsoft",
-    ...                              func_name="torch.ops.aten.relu.default", input_convention="d")
-    >>> python_call(node)([torch.tensor([-1.0, 2.0])])
-    tensor([0., 2.])
+    >>> function_class("this.Zen", TrustPolicy(), "PythonOp node 'n'")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.UntrustedCodeError: PythonOp node 'n': the autograd.Function 'this.Zen' is not registered ...
     """
-    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
+    cls = table.registered_function(name)
+    if cls is not None:
+        return cls
+    module = ".".join(table.check_function_name(name)[:-1])
+    if not policy.allows(module):
+        raise UntrustedCodeError(
+            f"{where}: the autograd.Function {name!r} is not registered in this process and its module {module!r} "
+            "is not allowed, nothing was imported: run the model in the process that exported it, register the "
+            "class with experimental.torch_interpreter.python_op.register_function(cls), or "
+            f"{option_hint(module)}"
+        )
+    return table.resolve_function(name, lambda module: import_module(module, policy, where))
+
+
+def python_call(node: onnx.NodeProto, policy: TrustPolicy | None = None) -> PythonCall:
+    """What a PythonOp node calls: a custom op (``func_name`` ``torch.ops.<ns>.<op>.<overload>``, registered in
+    this process) or a ``torch.autograd.Function`` (found by its qualified name), constants rebuilt; the node's
+    attributes are checked first and nothing is imported unless ``policy`` (default: nothing) allows it.
+
+    >>> class Twice(torch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x, alpha):
+    ...         return x * 2 * alpha
+    >>> table.register_function(Twice, "doc_example.Twice")
+    >>> node = onnx.helper.make_node("PythonOp", ["x"], ["ctx", "y"], domain="com.microsoft",
+    ...                              func_name="doc_example.Twice", input_convention="dc",
+    ...                              input_float_scalars=[0.5], input_float_scalar_positions=[1])
+    >>> python_call(node)([torch.tensor([-1.0, 2.0])])
+    tensor([-1.,  2.])
+    """
+    policy = policy or TrustPolicy()
+    where = f"PythonOp node {node.name!r}"
+    attrs = node_attributes(node)
     name, convention = attrs["func_name"], attrs["input_convention"]
     types = list(attrs.get("output_tensor_types", []))
     if name.startswith(PREFIX):
-        op = resolve_op(name, attrs.get("comment", ""), node.name)
-        pointer, floats = object_table(attrs.get("comment", ""))
-        constants = decode_constants(attrs, pointer)
-        constants.update(floats)  # full precision, the attributes are float32
-        lists = tensor_lists(attrs.get("comment", ""))
+        op = resolve_op(name, attrs.get("comment", ""), node.name, policy)
+        constants, lists = node_constants(attrs, op, where)
         return PythonCall(node, name, convention, constants, types, op=op, lists=lists)
-    cls = resolve_function(name)
-    return PythonCall(node, name, convention, decode_constants(attrs, table.pointer), types, cls=cls)
+    cls = function_class(name, policy, where)
+    return PythonCall(node, name, convention, _function_constants(attrs, name, where), types, cls=cls)
+
+
+def _function_constants(attrs: dict[str, Any], name: str, where: str) -> dict[int, Any]:
+    try:
+        return decode_constants(attrs, lambda address: table.pointer(address, name))
+    except (ValueError, TypeError) as e:
+        raise MalformedModelError(f"{where}: {e}") from None
+    except LookupError as e:  # an argument by reference unknown here (or given to another class at export)
+        raise MissingFunctionError(f"{where}: {e}") from None
+
+
+def check_python_ops(model: onnx.ModelProto, policy: TrustPolicy | None = None) -> None:
+    """Reads every PythonOp node of ``model`` (control-flow bodies and local functions included) under
+    ``policy``, so that a session refuses a model when it is created, before anything runs.
+
+    >>> node = onnx.helper.make_node("PythonOp", ["x"], ["ctx", "y"], domain="com.microsoft",
+    ...                              func_name="torch.ops.aten.relu.default", input_convention="d")
+    >>> check_python_ops(onnx.helper.make_model(onnx.helper.make_graph([node], "g", [], [])))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.UntrustedCodeError: PythonOp node '' calls aten::relu.default, ...
+    """
+    for node in python_op_nodes(model):
+        python_call(node, policy)
 
 
 class PythonOp(OpRun):
     """onnx's reference evaluator kernel for ``com.microsoft::PythonOp`` (the evaluator finds a kernel by its
-    class name): calls the function or the custom op (numpy in and out)."""
+    class name): calls the function or the custom op (numpy in and out), found under the session's ``policy``
+    (:func:`kernel` makes the class of one policy)."""
 
     op_domain = DOMAIN
+    policy = TrustPolicy()
 
     def _run(self, *inputs: np.ndarray, **attributes: Any) -> tuple[np.ndarray, ...]:
         call = getattr(self, "_call", None)
         if call is None:
-            call = self._call = python_call(self.onnx_node)
+            call = self._call = python_call(self.onnx_node, self.policy)
         tensors = [torch.from_numpy(np.array(x, copy=True)) for x in inputs]
         with torch.no_grad():
             result = call(tensors)
@@ -98,6 +157,15 @@ class PythonOp(OpRun):
         return (np.zeros(1, dtype=np.int64), *(o.detach().cpu().numpy() for o in outs))
 
 
+def kernel(policy: TrustPolicy) -> type[PythonOp]:
+    """The :class:`PythonOp` kernel resolving its nodes under ``policy`` (same class name, as the evaluator needs).
+
+    >>> kernel(TrustPolicy(("mypkg",))).__name__, kernel(TrustPolicy(("mypkg",))).policy.modules
+    ('PythonOp', ('mypkg',))
+    """
+    return type("PythonOp", (PythonOp,), {"policy": policy})
+
+
 @dataclass
 class ControlFlowCall:
     """A control-flow node whose bodies hold PythonOp nodes, run node by node by onnx's reference evaluator
@@ -108,8 +176,9 @@ class ControlFlowCall:
     evaluator: Any
 
     @classmethod
-    def create(cls, node: onnx.NodeProto, model: onnx.ModelProto) -> ControlFlowCall:
-        """The call of ``node``, a node of ``model`` (its opsets and functions are the evaluator's)."""
+    def create(cls, node: onnx.NodeProto, model: onnx.ModelProto, policy: TrustPolicy | None = None) -> ControlFlowCall:
+        """The call of ``node``, a node of ``model`` (its opsets and functions are the evaluator's), its PythonOp
+        nodes resolved under ``policy`` (the session checks them all before: :func:`check_python_ops`)."""
         inputs = list(dict.fromkeys(node_inputs(node)))
         graph = onnx.helper.make_graph(
             [node],
@@ -119,7 +188,7 @@ class ControlFlowCall:
         )
         sub = onnx.helper.make_model(graph, opset_imports=model.opset_import, functions=model.functions)
         sub.ir_version = model.ir_version
-        return cls(node, inputs, ReferenceEvaluator(sub, new_ops=[PythonOp]))
+        return cls(node, inputs, ReferenceEvaluator(sub, new_ops=[kernel(policy or TrustPolicy())]))
 
     def run(self, values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """The node's outputs for the values of :attr:`inputs`."""

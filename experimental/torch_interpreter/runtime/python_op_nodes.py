@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import onnx
@@ -81,6 +81,30 @@ def has_python_ops(model: Any) -> bool:
             return False
         return graph_has_python_op(load(model, external_data=False).graph)
     return False
+
+
+def _python_ops_in(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
+    for node in nodes:
+        if is_python_op(node):
+            yield node
+        for g in subgraphs(node):
+            yield from _python_ops_in(g.node)
+
+
+def python_op_nodes(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:
+    """Every PythonOp node of ``model``: in its graph, the bodies of its control-flow nodes and its local
+    functions.
+
+    >>> node = onnx.helper.make_node("PythonOp", [], [], domain="com.microsoft")
+    >>> body = onnx.helper.make_graph([node], "body", [], [])
+    >>> graph = onnx.helper.make_graph([onnx.helper.make_node("If", ["c"], [], then_branch=body, else_branch=body)],
+    ...                                "g", [], [])
+    >>> len(list(python_op_nodes(onnx.helper.make_model(graph))))
+    2
+    """
+    yield from _python_ops_in(model.graph.node)
+    for function in model.functions:
+        yield from _python_ops_in(function.node)
 
 
 def outer_names(graph: onnx.GraphProto) -> set[str]:

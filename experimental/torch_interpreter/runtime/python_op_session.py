@@ -25,10 +25,11 @@ from .feeds import FeedChecks
 from .guards import SizeChecks
 from .model_loading import Model, load
 from .ort_values import CUDA, as_numpy, as_ortvalue, default_providers, to_torch
-from .python_calls import ControlFlowCall, PythonCall, python_call
+from .python_calls import ControlFlowCall, PythonCall, check_python_ops, python_call
 from .python_op_nodes import is_python_op, node_inputs
 from .segments import NodeArg, Segment, evaluate_constant, node_arg, plan, segment_model, value_infos
 from .session import OrtSession
+from .trust import TrustPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +39,19 @@ class PythonOpSession:
     PythonOp node. :class:`experimental.torch_interpreter.InferenceSession` delegates to it.
 
     Without ``sess_options``, the sessions do not let their threads spin after a run (they would take the
-    cores from the PythonOp's torch code); given options are used as they are.
+    cores from the PythonOp's torch code); given options are used as they are. ``policy`` says which modules
+    the session may import to find a node's code (:mod:`.trust`; default: none): every PythonOp node is read
+    and resolved before any onnxruntime session is created.
 
     >>> from onnx import TensorProto, helper
+    >>> from experimental.torch_interpreter.python_op.table import register_function
+    >>> class Relu(torch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         return x.relu()
+    >>> register_function(Relu, "doc_example.Relu")
     >>> relu = helper.make_node("PythonOp", ["n"], ["ctx", "r"], domain="com.microsoft", input_convention="d",
-    ...                         func_name="torch.ops.aten.relu.default", output_tensor_types=[TensorProto.FLOAT],
+    ...                         func_name="doc_example.Relu", output_tensor_types=[TensorProto.FLOAT],
     ...                         output_tensor_ranks=[1])
     >>> graph = helper.make_graph([helper.make_node("Neg", ["x"], ["n"]), relu, helper.make_node("Abs", ["r"], ["y"])],
     ...                           "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
@@ -59,13 +68,16 @@ class PythonOpSession:
         model: Model,
         providers: Sequence[str] | None = None,
         sess_options: ort.SessionOptions | None = None,
+        policy: TrustPolicy | None = None,
     ):
+        policy = policy or TrustPolicy()
         if sess_options is None:
             # onnxruntime's threads spin after each run, which slows torch down for tens of milliseconds when
             # a PythonOp node follows; without spinning, the threads sleep at once
             sess_options = ort.SessionOptions()
             sess_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         proto = load(model)
+        check_python_ops(proto, policy)  # refused here, before anything is created or run
         graph = proto.graph
         initializers = {t.name: t for t in graph.initializer}
         self._inputs = [node_arg(i) for i in graph.input if i.name not in initializers]
@@ -125,7 +137,9 @@ class PythonOpSession:
                 for name in node_inputs(node):
                     if name in initializers and name not in self._constants:
                         self._constants[name] = torch.from_numpy(onnx.numpy_helper.to_array(initializers[name]).copy())
-                self._steps.append(python_call(node) if is_python_op(node) else ControlFlowCall.create(node, proto))
+                self._steps.append(
+                    python_call(node, policy) if is_python_op(node) else ControlFlowCall.create(node, proto, policy)
+                )
         if chosen is None:  # no ONNX segment: the PythonOp nodes decide alone
             chosen = default_providers()
         self._providers = list(chosen)

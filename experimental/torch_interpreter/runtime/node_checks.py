@@ -1,0 +1,126 @@
+"""The attributes of a ``com.microsoft::PythonOp`` node, read and checked before the runtime resolves, allocates
+or calls anything for it: each attribute the runtime reads has its type, the convention matches the node's inputs,
+output types and ranks match its outputs and stay within bounds, the ``comment`` is bounded JSON.
+
+Nothing of a node is evaluated, unpickled or read as a memory address: ``input_pointer_scalars`` are keys of a
+table (an autograd.Function's objects in the exporting process) or indices into the ``comment``'s list (a custom
+op's); the sizes a node gives (ranks, counts) are checked here first. A failed check raises
+:class:`~experimental.torch_interpreter.errors.MalformedModelError` naming the node and the attribute.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import onnx
+import onnx_ir as ir
+
+from ..errors import MalformedModelError
+
+#: the largest rank of a PythonOp output (``output_tensor_ranks``)
+MAX_RANK = 128
+#: the longest ``func_name``, in characters
+MAX_NAME = 1024
+#: the longest ``comment`` (a custom op's JSON) or ``input_convention``, in bytes
+MAX_COMMENT = 1 << 20
+
+_A = onnx.AttributeProto
+#: the type of each attribute the runtime reads (ONNX Runtime's schema); other attributes are not read
+EXPECTED = {
+    "func_name": _A.STRING,
+    "input_convention": _A.STRING,
+    "comment": _A.STRING,
+    "output_tensor_types": _A.INTS,
+    "output_tensor_ranks": _A.INTS,
+    "input_pointer_scalars": _A.INTS,
+    "input_pointer_scalar_positions": _A.INTS,
+    **{f"input_{k}_scalars": _A.FLOATS if k == "float" else _A.INTS for k in ("bool", "int", "float")},
+    **{f"input_{k}_tuples": _A.FLOATS if k == "float" else _A.INTS for k in ("bool", "int", "float")},
+    **{f"input_{k}_{p}": _A.INTS for k in ("bool", "int", "float") for p in ("scalar_positions", "tuple_positions")},
+    **{f"input_{k}_tuple_begins": _A.INTS for k in ("bool", "int", "float")},
+}
+_TENSOR_TYPES = {int(t) for t in ir.DataType if t != ir.DataType.UNDEFINED}
+
+
+def _where(node: onnx.NodeProto) -> str:
+    return f"PythonOp node {node.name!r}"
+
+
+def _value(node: onnx.NodeProto, attr: onnx.AttributeProto) -> Any:
+    if attr.type != EXPECTED[attr.name]:
+        raise MalformedModelError(
+            f"{_where(node)}: attribute {attr.name!r} is a {_A.AttributeType.Name(attr.type)}, the schema says "
+            f"{_A.AttributeType.Name(EXPECTED[attr.name])}"
+        )
+    if attr.type != _A.STRING:
+        return list(onnx.helper.get_attribute_value(attr))
+    limit = MAX_NAME if attr.name == "func_name" else MAX_COMMENT
+    if len(attr.s) > limit:
+        raise MalformedModelError(
+            f"{_where(node)}: attribute {attr.name!r} holds {len(attr.s)} bytes, more than {limit}"
+        )
+    try:
+        return attr.s.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedModelError(f"{_where(node)}: attribute {attr.name!r} is not UTF-8 text") from None
+
+
+def _check_convention(node: onnx.NodeProto, convention: str) -> None:
+    if set(convention) - {"c", "d"}:
+        raise MalformedModelError(f"{_where(node)}: input_convention {convention[:80]!r} holds other letters than c, d")
+    if convention.count("d") != len(node.input) or not all(node.input):
+        raise MalformedModelError(
+            f"{_where(node)}: input_convention {convention[:80]!r} has {convention.count('d')} tensor argument(s), "
+            f"the node {len(node.input)} input(s) {list(node.input)[:8]}"
+        )
+
+
+def _check_outputs(node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+    if not node.output:
+        raise MalformedModelError(f"{_where(node)}: no output (output 0 is the context)")
+    count = len(node.output) - 1
+    for name in ("output_tensor_types", "output_tensor_ranks"):
+        if name in attrs and len(attrs[name]) != count:
+            raise MalformedModelError(f"{_where(node)}: {name} has {len(attrs[name])} entries for {count} output(s)")
+    wrong = [t for t in attrs.get("output_tensor_types", []) if t not in _TENSOR_TYPES]
+    if wrong:
+        raise MalformedModelError(f"{_where(node)}: output_tensor_types holds unknown element types {wrong[:8]}")
+    wrong = [r for r in attrs.get("output_tensor_ranks", []) if not 0 <= r <= MAX_RANK]
+    if wrong:
+        raise MalformedModelError(f"{_where(node)}: output_tensor_ranks {wrong[:8]} out of [0, {MAX_RANK}]")
+
+
+def _check_comment(node: onnx.NodeProto, comment: str) -> None:
+    if not comment.lstrip().startswith(("{", "[")):
+        return
+    try:
+        json.loads(comment)
+    except RecursionError:
+        raise MalformedModelError(f"{_where(node)}: the comment attribute nests too deeply") from None
+    except ValueError:  # not JSON: an autograd.Function's free text, read as no entry (encoding.read_comment)
+        pass
+
+
+def node_attributes(node: onnx.NodeProto) -> dict[str, Any]:
+    """The attributes of a PythonOp node the runtime reads, as Python values (strings decoded), checked (see
+    the module's docstring); other attributes are left out.
+
+    >>> node = onnx.helper.make_node("PythonOp", ["x"], ["ctx", "y"], domain="com.microsoft", func_name="m.F",
+    ...                              input_convention="d", output_tensor_types=[1], output_tensor_ranks=[2])
+    >>> node_attributes(node)["output_tensor_ranks"]
+    [2]
+    >>> node_attributes(onnx.helper.make_node("PythonOp", ["x"], ["ctx", "y"], func_name="m.F",
+    ...                                       input_convention="dd"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.MalformedModelError: PythonOp node '': input_convention 'dd' has 2 tensor argument(s), the node 1 input(s) ['x']
+    """
+    attrs = {a.name: _value(node, a) for a in node.attribute if a.name in EXPECTED}
+    for name in ("func_name", "input_convention"):
+        if name not in attrs:
+            raise MalformedModelError(f"{_where(node)}: the attribute {name!r} is missing")
+    _check_convention(node, attrs["input_convention"])
+    _check_outputs(node, attrs)
+    _check_comment(node, attrs.get("comment", ""))
+    return attrs

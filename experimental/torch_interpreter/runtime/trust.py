@@ -1,0 +1,121 @@
+"""What the Python code a model's ``PythonOp`` nodes name may be: the session's trust policy.
+
+A model file names code: an ``autograd.Function`` by its qualified name (``func_name``), a custom op by
+``torch.ops.<namespace>.<op>.<overload>`` and the module that defined it (``comment``). Like ``torch.load``'s
+``weights_only``, :class:`~experimental.torch_interpreter.InferenceSession` imports and calls nothing the user
+did not allow:
+
+* an ``autograd.Function`` must be exported or registered in this process (``register_function``), or live in a
+  module the user allowed (``trusted_modules``, or ``trust_python_code=True``), which is then imported;
+* a custom op must be registered in this process (its library imported by the user) or defined in an allowed
+  module, which is then imported; torch's own namespaces (aten, prims...) are refused whatever the options;
+* anything else raises :class:`~experimental.torch_interpreter.errors.UntrustedCodeError` naming the node, the
+  module or op and the option, before anything is imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
+
+from ..errors import MissingFunctionError, UntrustedCodeError
+
+#: namespaces of torch's own operators, never called through a PythonOp node (the exporter writes custom ops
+#: only); checked against the namespaces a bare ``import torch`` registers by ``_unittests/test_untrusted_models.py``
+BUILTIN_NAMESPACES = frozenset(
+    {
+        "aten", "prim", "prims", "aten2onnx", "higher_order", "quantized", "quantization", "quantized_decomposed",
+        "sparse", "mkl", "mkldnn", "mkldnn_prepacked", "onednn", "inductor", "inductor_prims", "c10d", "profiler",
+        "debugprims", "rngprims", "debug_mode_ops", "export", "static_runtime", "symm_mem", "xnnpack", "vulkan",
+        "vulkan_prepack", "prepacked",
+    }
+)
+
+
+def is_builtin_namespace(namespace: str) -> bool:
+    """Whether ``namespace`` holds torch's own ops (private namespaces, ``_c10d_functional``..., included).
+
+    >>> is_builtin_namespace("aten"), is_builtin_namespace("_quantized"), is_builtin_namespace("mylib")
+    (True, True, False)
+    """
+    return namespace in BUILTIN_NAMESPACES or namespace.startswith("_")
+
+
+def _check_prefix(prefix: str) -> str:
+    name = prefix.removesuffix(".") if isinstance(prefix, str) else ""
+    if not name or not all(p.isidentifier() for p in name.split(".")):
+        raise ValueError(
+            f"trusted_modules holds module names or prefixes such as 'mypkg' or 'mypkg.layers', not {prefix!r} "
+            "(trust_python_code=True allows every module)"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class TrustPolicy:
+    """The modules a session may import to find a ``PythonOp`` node's code: those named in ``modules`` and their
+    submodules, or every module with ``trust_all``.
+
+    >>> policy = TrustPolicy.create(["mypkg"])
+    >>> policy.allows("mypkg.layers"), policy.allows("mypkg_evil"), TrustPolicy().allows("mypkg")
+    (True, False, False)
+    """
+
+    modules: tuple[str, ...] = ()
+    trust_all: bool = False
+
+    @classmethod
+    def create(cls, trusted_modules: str | Sequence[str] = (), trust_python_code: bool = False) -> TrustPolicy:
+        """The policy of ``InferenceSession(..., trusted_modules=..., trust_python_code=...)`` (a string is one
+        module); raises ``ValueError`` for a name that is no module name.
+
+        >>> TrustPolicy.create("mypkg.", trust_python_code=False)
+        TrustPolicy(modules=('mypkg',), trust_all=False)
+        """
+        if isinstance(trusted_modules, str):
+            trusted_modules = (trusted_modules,)
+        if not isinstance(trust_python_code, bool):
+            raise TypeError(f"trust_python_code is True or False, not {trust_python_code!r}")
+        return cls(tuple(_check_prefix(p) for p in trusted_modules), trust_python_code)
+
+    def allows(self, module: str) -> bool:
+        """Whether the session may import ``module`` (its parent packages come with it, as Python imports them)."""
+        return self.trust_all or any(module == m or module.startswith(m + ".") for m in self.modules)
+
+
+def option_hint(module: str) -> str:
+    """The options that let a session import ``module``, as refusals name them.
+
+    >>> option_hint("mypkg.layers")
+    "InferenceSession(..., trusted_modules=('mypkg.layers',)) lets the session import it, trust_python_code=True any module (only for a model file you trust as much as code you run)"
+    """
+    return (
+        f"InferenceSession(..., trusted_modules=({module!r},)) lets the session import it, trust_python_code=True "
+        "any module (only for a model file you trust as much as code you run)"
+    )
+
+
+def import_module(module: str, policy: TrustPolicy, where: str) -> ModuleType:
+    """Imports ``module`` if ``policy`` allows it; raises :class:`UntrustedCodeError` (``where`` names the node
+    and what it calls) before importing anything otherwise, ``ModuleNotFoundError`` when it does not exist and
+    :class:`MissingFunctionError` when its import fails.
+
+    >>> import_module("this", TrustPolicy(), "PythonOp node 'n'")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.UntrustedCodeError: PythonOp node 'n': the module 'this' is not allowed...
+    """
+    if not policy.allows(module):
+        raise UntrustedCodeError(
+            f"{where}: the module {module!r} is not allowed, nothing was imported; {option_hint(module)}"
+        )
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and (module == e.name or module.startswith(e.name + ".")):
+            raise
+        raise MissingFunctionError(f"{where}: importing the allowed module {module!r} failed: {e}") from e
+    except ImportError as e:
+        raise MissingFunctionError(f"{where}: importing the allowed module {module!r} failed: {e}") from e
