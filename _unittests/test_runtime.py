@@ -159,6 +159,34 @@ def test_split_of_a_dynamic_axis_is_guarded():
         sess.run(None, {"x": np.zeros((2, 3), dtype=np.float32)})
 
 
+class _PositionBuffer(torch.nn.Module):
+    """transformers' pattern: positions sliced from a buffer of 16, broadcast to the sequence of the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("positions", torch.arange(16, dtype=torch.float32)[None])
+
+    def forward(self, x):
+        return x + self.positions[:, : x.shape[1]].expand(x.shape[0], x.shape[1])
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_range_checked_whatever_the_example_batch(batch):
+    """A buffer of 16 positions: sequences above 16 fail in PyTorch. With an example batch of 3 torch.export
+    narrows the range to 16; with a batch of 1 it reasons size-obliviously and records nothing, and the graph
+    failed inside onnxruntime (Expand) on 20 tokens: both refuse it with a RuntimeFeedError, both match below."""
+    from experimental.torch_interpreter import RangeConstraintWarning, RuntimeFeedError
+
+    with pytest.warns(RangeConstraintWarning):
+        onx = to_onnx(_PositionBuffer(), (torch.randn(batch, 8),), dynamic_shapes=({0: "batch", 1: "seq"},))
+    sess = InferenceSession(onx)
+    for shape in ((2, 5), (3, 16), (4, 2)):
+        x = torch.randn(*shape)
+        torch.testing.assert_close(sess.run_torch(None, {"x": x})[0], _PositionBuffer()(x))
+    with pytest.raises(RuntimeFeedError, match=r"\(2, 20\)|is 20"):
+        sess.run(None, {"x": torch.randn(2, 20)})
+
+
 class _AtLeastFiveRows(torch.nn.Module):
     def forward(self, x):
         torch._check(x.shape[0] >= 5)

@@ -5,7 +5,11 @@ torch.export checks the ranges of the dynamic axes (:mod:`.range_constraints`), 
 * ``aten::split.Tensor`` of a dynamic axis gives as many pieces as the example input had, a number the graph
   fixes without a guard (torch 2.13): ``x.split(3, dim=1)`` exported with 6 columns gives two pieces, and on
   8 columns the ONNX model, like the ExportedProgram, returns two pieces where PyTorch returns three;
-* ``aten::_assert_scalar`` nodes: runtime asserts torch.export keeps in the graph, which ONNX cannot express.
+* ``aten::_assert_scalar`` nodes: runtime asserts torch.export keeps in the graph, which ONNX cannot express;
+* broadcasts (``expand``, elementwise arithmetic, ``where``) of a size torch could not prove equal to the
+  output's: with an example of batch 1, torch.export reasons size-obliviously and leaves, for instance,
+  ``min(512, seq)`` (a slice of transformers' position buffer) expanded to ``seq`` unguarded, true only while
+  ``seq <= 512``.
 
 :func:`record` writes each such condition over the input sizes into the model's ``metadata_props`` under
 :data:`~experimental.torch_interpreter.metadata.SHAPE_GUARDS` (JSON): the condition as a Python expression of
@@ -70,10 +74,47 @@ def _conditions(ep: torch.export.ExportedProgram) -> Iterator[tuple[sympy.Basic,
             d = _expr(size)
             why = f"{node.target.name()} gives {n} pieces of {k}, a number fixed at export"
             yield sympy.And(sympy.Gt(d, (n - 1) * k), sympy.Le(d, n * k)), node, why
+        elif node.target in _BROADCASTING:
+            yield from _broadcast_conditions(node)
         elif node.target is torch.ops.aten._assert_scalar.default:
             condition = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
             if isinstance(condition, torch.SymBool):
                 yield _expr(condition), node, "a runtime assert of the exported program"
+
+
+#: ops whose tensor inputs broadcast to the output's shape (expand to its size argument)
+_BROADCASTING = frozenset(
+    {
+        torch.ops.aten.expand.default,
+        torch.ops.aten.add.Tensor,
+        torch.ops.aten.sub.Tensor,
+        torch.ops.aten.mul.Tensor,
+        torch.ops.aten.div.Tensor,
+        torch.ops.aten.where.self,
+    }
+)
+
+
+def _broadcast_conditions(node: torch.fx.Node) -> Iterator[tuple[sympy.Basic, torch.fx.Node, str]]:
+    """``a == b or a == 1`` for each input axis of size ``a`` broadcast to an output axis of size ``b`` that torch
+    could not prove equal: a size reasoned about size-obliviously (an example of batch 1), such as
+    ``min(512, seq)`` for a slice of transformers' position buffer of 512 expanded to ``seq``, holds only while
+    ``seq <= 512``; torch.export does not check it, the model's inputs are."""
+    out = node.meta.get("val")
+    if not isinstance(out, torch.Tensor):
+        return
+    for arg in node.args:
+        x = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        if not isinstance(x, torch.Tensor) or x.dim() > out.dim():
+            continue
+        for axis, (a, b) in enumerate(zip(x.shape, out.shape[out.dim() - x.dim() :])):
+            if not isinstance(a, torch.SymInt):
+                continue  # a fixed size that is not b was guarded or specialized by torch.export
+            ea, eb = _expr(a), _expr(b)
+            if ea == eb or sympy.simplify(ea - eb) == 0:
+                continue
+            why = f"{node.target.name()} broadcasts a size {ea} to {eb} on axis {axis}"
+            yield sympy.Or(sympy.Eq(ea, eb), sympy.Eq(ea, 1)), node, why
 
 
 class _Printer(sympy.printing.str.StrPrinter):
@@ -137,7 +178,10 @@ def guards(ep: torch.export.ExportedProgram, input_names: list[str]) -> list[dic
             logger.debug("condition %s of node %s is on sizes the inputs do not give: not kept", condition, node)
             continue
         named = condition.xreplace({s: sympy.Symbol(axes[s]) for s in condition.free_symbols})
-        found.append({"check": _Printer().doprint(named), "why": why, "node": node.name, "source": source_line(node)})
+        check = _Printer().doprint(named)
+        if any(g["check"] == check for g in found):
+            continue  # the same condition met again (every layer adds the same broadcast): checked once
+        found.append({"check": check, "why": why, "node": node.name, "source": source_line(node)})
     return found
 
 
