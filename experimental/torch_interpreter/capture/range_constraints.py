@@ -176,9 +176,9 @@ def record(
     for r in narrowed:
         message = (
             f"torch.export narrowed a dynamic axis: {r.describe()} (the model's code requires it: a "
-            "torch._check, a slice of a fixed length, a reshape); onnxruntime does not check it (another size may give "
-            f"other results than PyTorch); the range is kept in metadata_props[{RANGE_CONSTRAINTS!r}] and this "
-            "project's InferenceSession refuses sizes outside it"
+            "torch._check, a slice of a fixed length, a reshape); InferenceSession refuses sizes outside it with a "
+            f"RuntimeFeedError (the range is kept in metadata_props[{RANGE_CONSTRAINTS!r}]); a bare onnxruntime "
+            "session does not check it and may give other results than PyTorch there"
         )
         logger.debug("%s", message)
         warnings.warn(message, RangeConstraintWarning, stacklevel=3)
