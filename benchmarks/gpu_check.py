@@ -1,7 +1,7 @@
 """Checks the exported models on onnxruntime's CUDA provider against eager PyTorch on the same GPU.
 
 Each case is a family (a tiny model), an optimization level of ``to_onnx`` (``optimize=False``, ``True``,
-``"onnxruntime"``) and a dtype (float32, float16, bfloat16, by ``model.to(dtype)``). The model is exported on the
+``"onnxruntime"``, and ``"onnxruntime"`` for CUDA only: ``providers="cuda"``, on the GPU only) and a dtype (float32, float16, bfloat16, by ``model.to(dtype)``). The model is exported on the
 GPU, run by the project's ``InferenceSession`` on ``CUDAExecutionProvider`` (``run_torch`` with CUDA torch feeds)
 and compared with the eager model: float32 within 1e-3, float16 and bfloat16 within 1e-2, the error measured as
 ``max |onnx - eager| / max |eager|`` per output (the largest over the outputs and runs is reported), the NaN of
@@ -83,11 +83,18 @@ from experimental.torch_interpreter.runtime.segments import Segment, plan, segme
 CUDA, CPU = "CUDAExecutionProvider", "CPUExecutionProvider"
 DECODERS = ["llama", "mistral", "qwen2", "phi3", "gpt2"]
 FAMILIES = [*DECODERS, "bert", "t5", "cnn", "cond", "scan", "while_loop", "python_op", "llama_cache"]
-LEVELS: dict[str, bool | str] = {"False": False, "True": True, "onnxruntime": "onnxruntime"}
+#: each level's to_onnx arguments; "onnxruntime+cuda": a model made for CUDA only (providers="cuda": the guards
+#: and float16 roundings the CPU needs left out), checked on the GPU only
+LEVELS: dict[str, dict[str, Any]] = {
+    "False": {"optimize": False},
+    "True": {"optimize": True},
+    "onnxruntime": {"optimize": "onnxruntime"},
+    "onnxruntime+cuda": {"optimize": "onnxruntime", "providers": "cuda"},
+}
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 TOLERANCE = {torch.float32: 1e-3, torch.float16: 1e-2, torch.bfloat16: 1e-2}
 #: --quick: these levels and dtypes unless --levels / --dtypes are given
-QUICK_LEVELS, QUICK_DTYPES = ["True", "onnxruntime"], ["float32", "float16"]
+QUICK_LEVELS, QUICK_DTYPES = ["True", "onnxruntime", "onnxruntime+cuda"], ["float32", "float16"]
 #: results that make the exit code 1
 FAILURES = ("MISMATCH", "ERROR")
 
@@ -299,10 +306,10 @@ def eager_outputs(case: Case) -> list[list[torch.Tensor]]:
     return outputs
 
 
-def export(case: Case, level: bool | str) -> onnx.ModelProto:
+def export(case: Case, level: dict[str, Any]) -> onnx.ModelProto:
     torch._dynamo.reset()  # torch.cond/scan/while_loop trace through dynamo, whose cache outlives an export
     args, kwargs = copy.deepcopy((case.export_args, case.export_kwargs))  # the caches grow in eager runs
-    return to_onnx(case.model, args, kwargs, dynamic_shapes=case.dynamic_shapes, optimize=level)
+    return to_onnx(case.model, args, kwargs, dynamic_shapes=case.dynamic_shapes, **level)
 
 
 def compare(expected: torch.Tensor, got: torch.Tensor, tolerance: float, result: Result) -> bool:
@@ -535,7 +542,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", help="also writes the results there")
     args = parser.parse_args(argv)
     args.families = split(args.families, FAMILIES, "family")
-    args.levels = split(args.levels or ",".join(QUICK_LEVELS if args.quick else LEVELS), list(LEVELS), "level")
+    default = [n for n in (QUICK_LEVELS if args.quick else LEVELS) if not (args.cpu and n.endswith("+cuda"))]
+    args.levels = split(args.levels or ",".join(default), list(LEVELS), "level")
     args.dtypes = split(args.dtypes or ",".join(QUICK_DTYPES if args.quick else DTYPES), list(DTYPES), "dtype")
     return args
 
