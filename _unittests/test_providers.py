@@ -151,3 +151,69 @@ def test_cuda_model_keeps_the_fused_skip_norms():
         with torch.no_grad():
             np.testing.assert_allclose(got, model(**inputs).logits.numpy(), atol=1e-4, rtol=1e-4)
     assert kinds == {"any": 1, "cuda": 4}
+
+
+# -- a model for CUDA computes in bfloat16 where CUDA has the kernel ----------------------------------------
+def _cuda_bfloat16_kernels_on_the_cpu(onx):
+    """``onx`` rewritten so that the CPU runs it as CUDA would: each node of an op with a bfloat16 CUDA kernel
+    computes in float32 and rounds its bfloat16 outputs once (what CUDA's bfloat16 kernels do); the CPU has no
+    bfloat16 kernel for them."""
+    import onnx_ir as ir
+
+    from experimental.torch_interpreter.ops._common.kernels import CUDA_BFLOAT16
+
+    model = ir.from_proto(onx)
+    bf16, f32 = ir.DataType.BFLOAT16, ir.DataType.FLOAT
+    count = 0
+    for node in list(model.graph):
+        if node.op_type not in CUDA_BFLOAT16 or not any(v is not None and v.dtype == bf16 for v in node.outputs):
+            continue
+        count += 1
+        for i, v in enumerate(node.inputs):
+            if v is not None and v.dtype == bf16:
+                up = ir.node("Cast", [v], {"to": f32})
+                up.outputs[0].dtype = f32
+                model.graph.insert_before(node, up)
+                node.replace_input_with(i, up.outputs[0])
+        for out in node.outputs:
+            if out.dtype != bf16:
+                continue
+            users, name = list(out.uses()), out.name
+            out.dtype, out.name = f32, f"{name}__f32"
+            down = ir.node("Cast", [out], {"to": bf16})
+            down.outputs[0].dtype, down.outputs[0].name = bf16, name
+            model.graph.insert_after(node, down)
+            for user, index in users:
+                user.replace_input_with(index, down.outputs[0])
+            model.graph.outputs[:] = [down.outputs[0] if o is out else o for o in model.graph.outputs]
+    for i, out in enumerate(list(model.graph.outputs)):  # numpy has no bfloat16: the outputs read as float32
+        if out.dtype == bf16:
+            up = ir.node("Cast", [out], {"to": f32})
+            up.outputs[0].dtype, up.outputs[0].name, out.name = f32, out.name, f"{out.name}__bf16"
+            model.graph.append(up)
+            model.graph.outputs[i] = up.outputs[0]
+    return ir.to_proto(model), count
+
+
+@pytest.mark.parametrize("optimize", [True, "onnxruntime"])
+def test_cuda_bfloat16_model_computes_in_bfloat16_and_matches(optimize):
+    """A bfloat16 Llama made for CUDA keeps its arithmetic in bfloat16 where CUDA has the kernel (the CPU has none:
+    the model for any provider casts around each op); run as CUDA would, it matches eager within bfloat16's
+    tolerance, the padded rows included."""
+    from test_optimize import _family
+
+    torch.manual_seed(0)
+    model, make_inputs, dynamic = _family("llama")
+    model = model.eval().to(torch.bfloat16)
+    inputs = make_inputs(2, 8)
+    both, cuda = (to_onnx(model, (), inputs, dynamic_shapes=dynamic, optimize=optimize, providers=p)
+                  for p in ("any", "cuda"))
+    assert _op_types(cuda).count("Cast") * 4 < _op_types(both).count("Cast"), (
+        _op_types(cuda).count("Cast"), _op_types(both).count("Cast"))
+    imitated, count = _cuda_bfloat16_kernels_on_the_cpu(cuda)
+    assert count > 10, count
+    sess = ort.InferenceSession(imitated.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = torch.from_numpy(sess.run(None, {k: v.numpy() for k, v in inputs.items()})[0])
+    with torch.no_grad():
+        expected = model(**inputs).logits.float()
+    assert float((got - expected).abs().max() / expected.abs().max()) < 1e-2

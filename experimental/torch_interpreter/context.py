@@ -63,6 +63,11 @@ class NodeContext:
     def opset(self) -> int:
         return self._g.opset
 
+    @property
+    def providers(self) -> tuple[str, ...]:
+        """The providers the model is made for (``to_onnx(..., providers=...)``, :mod:`..providers`)."""
+        return self._g.providers
+
     def needs_guard(self, quirk: str) -> bool:
         """Whether a provider the model is made for computes ``quirk`` (a key of
         :data:`~experimental.torch_interpreter.providers.QUIRKS`) otherwise than PyTorch: the converter adds

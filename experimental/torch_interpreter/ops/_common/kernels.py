@@ -1,4 +1,5 @@
-"""The element types onnxruntime's CPU kernels take, in ONE table, and how to compute an op in a type it has.
+"""The element types onnxruntime's kernels take, in ONE place (the CPU's table; CUDA's bfloat16 kernels for a model
+made for CUDA only), and how to compute an op in a type it has.
 
 onnxruntime lacks some kernels for some types (no bfloat16 ``Sin``, no bool ``Max``...): :func:`kernel_op`
 computes such an op in :func:`kernel_dtype` and casts the result back; :func:`widen` casts a value to a
@@ -7,12 +8,14 @@ lossless wider type for converters that build several nodes in it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import onnx_ir as ir
 
 from ...context import NodeContext
 from ...dtypes import FLOAT_TYPES
+from ...providers import KNOWN
 from .types import BF16, BOOL, F16, FLOAT, INT64
 
 D = ir.DataType
@@ -73,17 +76,38 @@ _KERNEL_DTYPES: dict[str, frozenset] = {
 }
 
 
-def has_kernel(op_type: str, dtype: ir.DataType) -> bool:
-    """Whether onnxruntime's CPU has a kernel of ``op_type`` for ``dtype`` itself.
+#: op types with a bfloat16 kernel on onnxruntime's CUDA provider, registered at the op's latest ONNX version (an
+#: open-ended registration matches that version only): the same kernel at every opset from 18 on. Read from
+#: onnxruntime's kernel registrations (``cuda_execution_provider.cc``, main of February 2026); ops whose bfloat16
+#: kernel came with a later ONNX version (Conv-22, AveragePool-22, Gelu-20...) are left out: at opset 18 their
+#: older CUDA kernel has no bfloat16. A model made for CUDA only computes these in bfloat16 (CUDA computes each in
+#: float32 and rounds once), the others as on the CPU.
+CUDA_BFLOAT16 = frozenset(
+    {
+        *("Add", "Sub", "Mul", "Div", "Pow", "Neg", "Abs", "Sqrt", "Exp", "Tanh", "Erf", "Sigmoid", "Relu"),
+        *("Max", "Min", "Sum", "Mod", "Where", "IsNaN", "ReduceSum", "MatMul", "Gemm", "Softmax"),
+        *("LayerNormalization", "Expand", "Tile", "Trilu"),
+    }
+)
+
+
+def has_kernel(op_type: str, dtype: ir.DataType, providers: Iterable[str] = KNOWN) -> bool:
+    """Whether ``op_type`` has a kernel for ``dtype`` itself on ``providers``: onnxruntime's CPU kernels for a
+    model that may run there (the default), and for a model made for CUDA only (``("cuda",)``) CUDA's kernels
+    too (a node CUDA has no kernel for runs on the CPU's).
 
     >>> has_kernel("DepthToSpace", ir.DataType.UINT8), has_kernel("DepthToSpace", ir.DataType.INT64)
     (True, False)
+    >>> has_kernel("Mul", ir.DataType.BFLOAT16), has_kernel("Mul", ir.DataType.BFLOAT16, ("cuda",))
+    (False, True)
     """
     supported = _KERNEL_DTYPES.get(op_type)
-    return supported is None or dtype in supported
+    if supported is None or dtype in supported:
+        return True
+    return "cpu" not in providers and dtype == BF16 and op_type in CUDA_BFLOAT16
 
 
-def kernel_dtype(op_type: str, dtype: ir.DataType) -> ir.DataType:
+def kernel_dtype(op_type: str, dtype: ir.DataType, providers: Iterable[str] = KNOWN) -> ir.DataType:
     """The element type onnxruntime CPU computes ``op_type`` in for inputs of type ``dtype``: ``dtype``
     itself, else FLOAT for a floating type (bfloat16, double for Tan/Erf...) or an op with float kernels only
     (Softmax of an empty bool tensor), INT32 or INT64 for others.
@@ -91,7 +115,7 @@ def kernel_dtype(op_type: str, dtype: ir.DataType) -> ir.DataType:
     >>> kernel_dtype("Sin", ir.DataType.BFLOAT16).name, kernel_dtype("Max", ir.DataType.BOOL).name
     ('FLOAT', 'INT32')
     """
-    if has_kernel(op_type, dtype):
+    if has_kernel(op_type, dtype, providers):
         return dtype
     supported = _KERNEL_DTYPES[op_type]
     if dtype in FLOAT_TYPES or not supported & (_I | _I8):  # a kernel of floats only: FLOAT for every input
@@ -102,7 +126,7 @@ def kernel_dtype(op_type: str, dtype: ir.DataType) -> ir.DataType:
 def kernel_op(ctx: NodeContext, op_type: str, *inputs: Any, dtype: ir.DataType, **attrs: Any) -> ir.Value:
     """``op_type`` on inputs of element type ``dtype`` (values or Python scalars; the axes of ``Reduce*``
     and ``CumSum`` are left as they are), computed in :func:`kernel_dtype` and cast back to ``dtype``."""
-    compute = kernel_dtype(op_type, dtype)
+    compute = kernel_dtype(op_type, dtype, ctx.providers)
     n = 1 if op_type.startswith("Reduce") or op_type == "CumSum" else len(inputs)
     typed = [x if i >= n or x is None else ctx.operand(x, compute) for i, x in enumerate(inputs)]
     out = ctx.op(op_type, *typed, **attrs)
@@ -114,4 +138,4 @@ def kernel_op(ctx: NodeContext, op_type: str, *inputs: Any, dtype: ir.DataType, 
 def widen(ctx: NodeContext, x: ir.Value, op_type: str) -> ir.Value:
     """``x`` cast to the type onnxruntime computes ``op_type`` in (:func:`kernel_dtype`), for converters that
     build several nodes in it; they cast the result back."""
-    return ctx.cast(x, kernel_dtype(op_type, x.dtype))
+    return ctx.cast(x, kernel_dtype(op_type, x.dtype, ctx.providers))
