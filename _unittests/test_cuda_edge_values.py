@@ -467,7 +467,8 @@ FIXED = {
         (torch.tensor([[[-INF, -INF, -INF, 1.0, NAN, 2.0, -INF, -INF, 4.0]]]),), DYNAMIC_LENGTH, MAX),
     "adaptive_max_pool2d_overlap": (
         Fn(lambda x: F.adaptive_max_pool2d(x, (2, 3), return_indices=True)),
-        (torch.tensor([[[[-INF, -INF, 1.0, 2.0], [-INF, -INF, 3.0, 0.0], [5.0, 1.0, 2.0, -INF]]]]),), {}, MAX),
+        # no float ReduceMax left in the converter (values read at the ArgMax): nothing CUDA rounds differently
+        (torch.tensor([[[[-INF, -INF, 1.0, 2.0], [-INF, -INF, 3.0, 0.0], [5.0, 1.0, 2.0, -INF]]]]),), {}, None),
 }
 
 

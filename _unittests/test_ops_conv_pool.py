@@ -108,19 +108,35 @@ POOLS = {
 }
 
 
-#: what MaxPool is followed by so that a NaN in a window gives NaN (onnxruntime's MaxPool skips NaN) and a
-#: window of -inf gives -inf (onnxruntime's starts from the lowest float)
-_NAN_GUARD = ["IsNaN", "Cast", "Equal", "Not", "Cast", "Add", "Add", "MaxPool", "Greater", "Where", "Less", "Where"]
+#: a MaxPool (GlobalMaxPool) without indices: an If runs the plain pool when the input holds no NaN and no -inf (its
+#: ReduceSum is above -inf), the exact computation otherwise (onnxruntime's MaxPool skips NaN, and a window of -inf
+#: gives the lowest float); with indices, the pool comes first and its smallest value is checked too
+_VALUES_GUARD = ["ReduceSum", "Greater", "If"]
+_INDICES_GUARD = ["ReduceSum", "Greater", "ReduceMin", "Greater", "And", "If"]
+
+
+def _branches(onx):
+    """The op types of the first If's branches (without Constant): the kernel's, the exact one's."""
+    node = next(n for n in onx.graph.node if n.op_type == "If")
+    graphs = {a.name: a.g for a in node.attribute}
+    return [[n.op_type for n in graphs[b].node if n.op_type != "Constant"] for b in ("then_branch", "else_branch")]
 
 
 @pytest.mark.parametrize("name", sorted(POOLS))
 def test_pool(name):
     model, x, expected = POOLS[name]
-    for pool in ("MaxPool", "GlobalMaxPool"):
-        if pool in expected:
-            i = expected.index(pool) + 1
-            expected = [*expected[:i], *[pool if op == "MaxPool" else op for op in _NAN_GUARD], *expected[i:]]
-    _check(model, x, expected=expected)
+    pool = next((p for p in ("MaxPool", "GlobalMaxPool") if p in expected), None)
+    if pool is not None:
+        i = expected.index(pool)
+        if "Mod" in expected:  # with indices
+            expected = [*expected[: i + 1], *_INDICES_GUARD, *expected[i + 1 :]]
+        else:
+            expected = [*expected[:i], *_VALUES_GUARD, *expected[i + 1 :]]
+    onx = _check(model, x, expected=expected)
+    if pool is not None:
+        kernel, exact = _branches(onx)
+        assert kernel == ([pool] if "Mod" not in expected else ["Identity", "Identity"])
+        assert pool in exact
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5, 6), (2, 3, 6, 7)])
@@ -151,7 +167,7 @@ def test_pool_unbatched():
 def test_adaptive_pool_dynamic_spatial():
     model = Fn(lambda x: (F.adaptive_avg_pool2d(x, 1), F.adaptive_max_pool2d(x, 1)))
     onx = _check(model, X2, dynamic=(0, 2, 3))
-    assert _ops(onx) == ["GlobalAveragePool", "GlobalMaxPool", *[op.replace("Max", "GlobalMax") for op in _NAN_GUARD]]
+    assert _ops(onx) == ["GlobalAveragePool", *_VALUES_GUARD]
 
 
 def test_adaptive_max_pool_not_divisible():
@@ -214,7 +230,7 @@ def test_upsample(name):
     fn, x = UPSAMPLES[name]
     # linear and cubic modes: an If computes PyTorch's formula instead when the input has an infinity or NaN
     exact = not name.startswith(("nearest", "float32_scale")) and "antialias" not in name
-    _check(Fn(fn), x, expected=["Resize", "Mul", "ReduceSum", "IsNaN", "If"] if exact else ["Resize"])
+    _check(Fn(fn), x, expected=["Resize", "ReduceSum", "Mul", "IsNaN", "If"] if exact else ["Resize"])
 
 
 @pytest.mark.parametrize("name", ["nearest_scale", "bilinear_scale", "bicubic", "recompute_scale_factor"])

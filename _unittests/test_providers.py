@@ -217,3 +217,16 @@ def test_cuda_bfloat16_model_computes_in_bfloat16_and_matches(optimize):
     with torch.no_grad():
         expected = model(**inputs).logits.float()
     assert float((got - expected).abs().max() / expected.abs().max()) < 1e-2
+
+
+def test_sign_guard_only_where_the_cpu_runs_the_model():
+    """Sign(NaN): NaN on the CPU, 0 on CUDA and in PyTorch. A model for CUDA leaves the IsNaN guard out and gives
+    0 on the CUDA imitation; the default model gives 0 on both."""
+    model, x = Fn(torch.sign), torch.tensor([math.nan, -0.0, -2.0, INF])
+    both, cuda = (to_onnx(model, (x,), providers=p) for p in ("any", "cuda"))
+    assert "IsNaN" in _op_types(both) and _op_types(cuda) == ["Sign"]
+    expected = model(x).numpy()
+    np.testing.assert_array_equal(_cpu(both, x)[0], expected)
+    imitated, count = imitate_cuda(cuda)
+    assert count.get("Sign"), count
+    np.testing.assert_array_equal(_cpu(imitated, x)[0], expected)

@@ -47,6 +47,10 @@ QUIRKS: Mapping[str, tuple[str, frozenset[str]]] = {
         "until measured there)",
         frozenset({"cpu", "cuda"}),
     ),
+    "sign_of_nan_is_nan": (
+        "Sign(NaN) is NaN (PyTorch and CUDA: 0)",
+        frozenset({"cpu"}),
+    ),
     "skip_norm_kernel_slower": (
         "the fused residual + normalization kernel (SkipLayerNormalization, SkipSimplifiedLayerNormalization) is "
         "slower than Add + the normalization where the sum is read again (a speed difference, not a number: "

@@ -313,9 +313,10 @@ def _cumulative_extremum(ctx: NodeContext, self: ir.Value, dim: int, largest: bo
         ctx.const([-1], INT64),
         keepdims=0,
     )
-    if floats:
+    if floats and ctx.needs_guard("extremum_of_infinities_is_finite"):
         # no hit: the values so far are all the infinity and the reduction did not return it (onnxruntime's CUDA
         # kernels start from the lowest (largest) finite float32): that infinity, at the last position, as PyTorch
+        # (the CPU's reduction returns the infinity: a hit)
         none = ctx.op("Less", index, ctx.const(0, INT64))
         values = ctx.op("Where", none, lowest, values)
         index = ctx.op("Where", none, j, index)

@@ -300,6 +300,8 @@ def aten_sign(ctx: NodeContext, self: ir.Value) -> ir.Value:
         return self
     if self.dtype not in FLOAT_TYPES:
         return ctx.op("Sign", self)
+    if not ctx.needs_guard("sign_of_nan_is_nan"):  # a model for CUDA: its Sign gives PyTorch's 0 for NaN
+        return float_formula(ctx, self, lambda x: ctx.op("Sign", x))
     return float_formula(
         ctx, self, lambda x: ctx.op("Where", ctx.op("IsNaN", x), ctx.const(0, x.dtype), ctx.op("Sign", x))
     )

@@ -10,6 +10,7 @@ are adjacent, in which case they replace them in place.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -650,27 +651,37 @@ def aten_embedding_bag(
         rows = ctx.op("Mul", rows, ctx.op("Unsqueeze", ctx.cast(per_sample_weights, c), ctx.const([1], INT64)))
     weights = ctx.cast(member, c)
     if mode == 2:  # max, 0 for an empty bag
-        masked = ctx.op(
-            "Where",
-            ctx.op("Unsqueeze", member, ctx.const([2], INT64)),
-            ctx.op("Unsqueeze", rows, ctx.const([0], INT64)),
-            ctx.const(float("-inf"), c),
-        )
-        out = ctx.op("ReduceMax", masked, ctx.const([1], INT64), keepdims=0)
-        # where no member is above -inf: 0 for an empty bag, else -inf, as PyTorch (onnxruntime's CUDA ReduceMax
-        # gives the lowest finite float32 there): counts of members, and of members above -inf, by MatMul
-        above = ctx.cast(ctx.op("Not", ctx.op("Equal", rows, ctx.const(float("-inf"), c))), c)
-        none_above = ctx.op("Equal", ctx.op("MatMul", weights, above), ctx.const(0.0, c))  # [bags, D]
-        members = ctx.op("ReduceSum", weights, ctx.const([1], INT64), keepdims=1)  # [bags, 1]
-        fill = ctx.op("Where", ctx.op("Greater", members, ctx.const(0.0, c)), ctx.const(float("-inf"), c),
-                      ctx.const(0.0, c))
-        out = ctx.op("Where", none_above, fill, out)
+        out = _bag_max(ctx, rows, member, weights, c)
     else:
         out = ctx.op("MatMul", weights, rows)
         if mode == 1:
             count = ctx.op("ReduceSum", weights, ctx.const([1], INT64), keepdims=1)
             out = ctx.op("Div", out, ctx.op("Max", count, ctx.const(1.0, c)))
     return ctx.cast(out, dtype), None, None, None
+
+
+def _bag_max(ctx: NodeContext, rows: ir.Value, member: ir.Value, weights: ir.Value, c: ir.DataType) -> ir.Value:
+    """The maximum of the ``rows`` ``[n, D]`` of each bag (``member`` ``[bags, n]``, ``weights`` its 0/1 in
+    ``c``), as PyTorch's kernel: it starts from the bag's first member and takes a greater value, so a NaN counts
+    only as the first member (the next values are never greater), an empty bag gives 0, a bag of -inf -inf.
+
+    A masked ReduceMax of the rows, NaN read as -inf; NaN where the first member is; with CUDA, -inf where no
+    member is above -inf (onnxruntime's CUDA ReduceMax gives the lowest finite float32), counted by a MatMul."""
+    inf = ctx.const(-math.inf, c)
+    nan = ctx.op("IsNaN", rows)
+    clean = ctx.op("Where", nan, inf, rows)
+    masked = ctx.op("Where", ctx.op("Unsqueeze", member, ctx.const([2], INT64)),
+                    ctx.op("Unsqueeze", clean, ctx.const([0], INT64)), inf)  # [bags, n, D]
+    out = ctx.op("ReduceMax", masked, ctx.const([1], INT64), keepdims=0)
+    members = ctx.op("ReduceSum", weights, ctx.const([1], INT64), keepdims=1)  # [bags, 1]
+    some = ctx.op("Greater", members, ctx.const(0.0, c))
+    if ctx.needs_guard("extremum_of_infinities_is_finite"):
+        above = ctx.cast(ctx.op("Not", ctx.op("Equal", clean, inf)), c)
+        none_above = ctx.op("Equal", ctx.op("MatMul", weights, above), ctx.const(0.0, c))  # [bags, D]
+        out = ctx.op("Where", none_above, inf, out)
+    first = ctx.op("ArgMax", ctx.cast(member, ir.DataType.UINT8), axis=1, keepdims=0)  # [bags]
+    out = ctx.op("Where", ctx.op("Gather", nan, first, axis=0), ctx.const(math.nan, c), out)
+    return ctx.op("Where", some, out, ctx.const(0.0, c))
 
 
 # -- one_hot ------------------------------------------------------------------------------------------------

@@ -513,7 +513,9 @@ def aten_linalg_slogdet(ctx: NodeContext, A: ir.Value) -> tuple[ir.Value, ir.Val
     det = ctx.cast(_det(ctx, A), opmath_dtype(ctx.out_dtype))
     dtype = ctx.out_dtype
     # the sign of a NaN determinant is 0 in PyTorch and onnxruntime's CUDA Sign, NaN in its CPU Sign
-    sign = ctx.op("Where", ctx.op("IsNaN", det), ctx.const(0, det.dtype), ctx.op("Sign", det))
+    sign = ctx.op("Sign", det)
+    if ctx.needs_guard("sign_of_nan_is_nan"):
+        sign = ctx.op("Where", ctx.op("IsNaN", det), ctx.const(0, det.dtype), sign)
     return ctx.cast(sign, dtype), ctx.cast(ctx.op("Log", ctx.op("Abs", det)), dtype)
 
 

@@ -17,6 +17,7 @@ from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
 from ..registry import register
 from ._common import (
+    BOOL,
     FLOAT,
     INT64,
     Ints,
@@ -107,29 +108,197 @@ def _max_pool(
             attrs["dilations"] = list(d)
         xc = ctx.cast(x, compute)
 
-        def max_pool(v: ir.Value) -> ir.Value:
-            return ctx.op("MaxPool", v, **attrs)
+        def max_pool(b: Any, v: ir.Value) -> ir.Value:
+            return b.op("MaxPool", v, **attrs)
 
         if not with_indices:
-            return ctx.cast(_as_pytorch(ctx, xc, max_pool(xc), max_pool), dtype), None
-        values, indices = ctx.op("MaxPool", xc, num_outputs=2, **attrs)
-        indices.dtype = INT64
-        return ctx.cast(_as_pytorch(ctx, xc, values, max_pool), dtype), _plane_indices(ctx, x, indices, n)
+            return ctx.cast(_as_pytorch(ctx, xc, max_pool), dtype), None
+        values, indices = _with_indices_as_pytorch(ctx, xc, attrs)
+        return ctx.cast(values, dtype), _plane_indices(ctx, x, indices, n)
 
     return with_batch(ctx, x, n, pool)
 
 
-def _as_pytorch(ctx: NodeContext, x: ir.Value, pooled: ir.Value, pool: Callable[[ir.Value], ir.Value]) -> ir.Value:
-    """``pooled`` (``pool(x)``, a MaxPool or GlobalMaxPool) as PyTorch computes it: NaN where the window
-    holds a NaN (onnxruntime's MaxPool skips NaN), ``-inf`` where it holds only ``-inf`` (onnxruntime starts
-    from the lowest finite value). One more pool over a code per element: 3 for NaN, 0 for ``-inf``, else 1."""
+# -- exactness guards of MaxPool ------------------------------------------------------------------------------
+# onnxruntime's MaxPool differs from PyTorch on edge values (providers.py, QUIRKS): the CPU kernel skips NaN
+# (PyTorch: NaN where the window holds one, and the last NaN's index), and its kernel without indices starts from
+# the lowest finite value (a window of -inf only gives -3.4e38, PyTorch -inf). Checking every window costs passes
+# over the input and a second pool (9x a plain MaxPool on the CPU); one ReduceSum of the input is NaN when it
+# holds a NaN, NaN or -inf when it holds a -inf, so an ``If`` runs the plain pool when neither is there (about
+# 1.3 to 1.45x a plain MaxPool on the CPU) and the exact computation otherwise.
+
+
+def _shaped(value: ir.Value, rank: int) -> ir.Value:
+    """``value`` with a shape of ``rank`` unknown dimensions when it has none (the outputs of a branch)."""
+    if value.shape is None:
+        value.shape = ir.Shape([None] * rank)
+    return value
+
+
+def _if(ctx: NodeContext, b: Any, cond: ir.Value, then: Callable, other: Callable, like: Sequence[ir.Value]):
+    """``If(cond, then(builder), other(builder))`` appended to ``b`` (``ctx`` or a branch), its outputs typed
+    and ranked like ``like``; ``then`` is the kernel's result, ``other`` the exact computation."""
+
+    def branch(build: Callable, name: str) -> ir.Graph:
+        sub = ctx.new_subgraph()
+        outs = list(build(sub))
+        for out, ref in zip(outs, like):
+            out.dtype = ref.dtype
+            _shaped(out, len(ref.shape))
+        sub.outputs(outs, [None] * len(outs))
+        return sub.graph(name)
+
+    outs = b.op("If", cond, then_branch=branch(then, "kernel"), else_branch=branch(other, "exact"),
+                num_outputs=len(like))
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    for out, ref in zip(outs, like):
+        out.dtype = ref.dtype
+        _shaped(out, len(ref.shape))
+    return outs
+
+
+def _flags(ctx: NodeContext, b: Any, x: ir.Value, op_type: str) -> ir.Value:
+    """0/1 in ``x``'s type where ``IsNaN(x)`` (``op_type="IsNaN"``) or ``x > -inf`` (``"Greater"``): a Cast of
+    the boolean, 3x cheaper than a Where on onnxruntime's CPU."""
+    t = x.dtype
+    flag = b.op("IsNaN", x) if op_type == "IsNaN" else b.op("Greater", x, ctx.const(-math.inf, t))
+    return b.op("Cast", flag, to=t)
+
+
+def _fix_floor(ctx: NodeContext, b: Any, x: ir.Value, pooled: ir.Value, pool: Callable) -> ir.Value:
+    """``pooled`` with ``-inf`` where the window holds no value above ``-inf`` (a NaN is not: the NaN fix comes
+    after)."""
+    t = x.dtype
+    none = b.op("Less", pool(b, _flags(ctx, b, x, "Greater")), ctx.const(0.5, t))
+    return b.op("Where", none, ctx.const(-math.inf, t), pooled)
+
+
+def _fix_nan(ctx: NodeContext, b: Any, x: ir.Value, pooled: ir.Value, pool: Callable) -> ir.Value:
+    """``pooled`` with NaN where the window holds a NaN."""
+    t = x.dtype
+    nan = b.op("Greater", pool(b, _flags(ctx, b, x, "IsNaN")), ctx.const(0.5, t))
+    return b.op("Where", nan, ctx.const(math.nan, t), pooled)
+
+
+def _guards(ctx: NodeContext, x: ir.Value, measured: bool = True) -> tuple[bool, bool]:
+    """(NaN guard, floor guard) the providers of the model need for a MaxPool of ``x``; ``measured=False`` for a
+    kernel whose NaN was not measured on every provider (GlobalMaxPool, MaxPool with indices): the NaN guard
+    stays."""
     if x.dtype not in FLOAT_TYPES:
-        return pooled
-    nan = ctx.cast(ctx.op("IsNaN", x), x.dtype)
-    above = ctx.cast(ctx.op("Not", ctx.op("Equal", x, ctx.const(-math.inf, x.dtype))), x.dtype)
-    code = pool(ctx.op("Add", ctx.op("Add", nan, nan), above))
-    out = ctx.op("Where", ctx.op("Greater", code, ctx.const(2, x.dtype)), ctx.const(math.nan, x.dtype), pooled)
-    return ctx.op("Where", ctx.op("Less", code, ctx.const(0.5, x.dtype)), ctx.const(-math.inf, x.dtype), out)
+        return False, False
+    return not measured or ctx.needs_guard("max_pool_skips_nan"), ctx.needs_guard("max_pool_floor_is_finite")
+
+
+def _input_is_plain(ctx: NodeContext, x: ir.Value, floor_guard: bool) -> tuple[ir.Value, ir.Value]:
+    """(the ReduceSum of ``x``, true when ``x`` holds no NaN, nor ``-inf`` with ``floor_guard``): a NaN makes
+    the sum NaN, a ``-inf`` makes it ``-inf`` or NaN. Finite values may overflow too: the exact branch runs
+    then and gives the same values."""
+    total = ctx.op("ReduceSum", x, keepdims=0)
+    if floor_guard:
+        return total, ctx.op("Greater", total, ctx.const(-math.inf, x.dtype))
+    return total, ctx.op("Not", ctx.op("IsNaN", total))
+
+
+def _as_pytorch(
+    ctx: NodeContext, x: ir.Value, pool: Callable[[Any, ir.Value], ir.Value], measured: bool = True
+) -> ir.Value:
+    """``pool(b, x)`` (a MaxPool or GlobalMaxPool appended to ``b``: ``ctx`` or a branch) as PyTorch computes
+    it on the providers the model is made for: NaN where the window holds a NaN (``max_pool_skips_nan``),
+    ``-inf`` where it holds only ``-inf`` (``max_pool_floor_is_finite``).
+
+    With the NaN guard, ``If(ReduceSum(x) > -inf, pool(x), exact)`` (see :func:`_input_is_plain`); the exact
+    branch pools ``x``, then fixes the windows at the floor if the smallest result is the lowest finite value
+    or below, and the windows holding a NaN if the sum is NaN, each behind its own ``If``: an input with a
+    ``-inf`` pays a ReduceMin of the output, a window of ``-inf`` only or a NaN one more pool of 0/1 flags.
+    Without the NaN guard (a model for CUDA, whose MaxPool propagates NaN): the floor fix, without ``If``
+    (whose condition CUDA copies to the host). ``measured=False`` (GlobalMaxPool, whose NaN was not measured on
+    CUDA): the NaN guard for every provider."""
+    nan_guard, floor_guard = _guards(ctx, x, measured)
+    if not (nan_guard or floor_guard):
+        return pool(ctx, x)
+    t, rank = x.dtype, ctx.rank(x)
+    if not nan_guard:
+        return _fix_floor(ctx, ctx, x, _shaped(pool(ctx, x), rank), pool)
+    total, plain = _input_is_plain(ctx, x, floor_guard)
+    like = [_shaped(ir.Value(type=ir.TensorType(t)), rank)]
+
+    def exact(b: Any) -> list[ir.Value]:
+        y = _shaped(pool(b, x), rank)
+        if floor_guard:
+            lowest = float(np.finfo(t.numpy()).min)
+            fine = b.op("Greater", b.op("ReduceMin", y, keepdims=0), ctx.const(lowest, t))
+            y = _if(ctx, b, fine, lambda c: [y], lambda c: [_fix_floor(ctx, c, x, y, pool)], like)[0]
+        z = y
+        no_nan = b.op("Not", b.op("IsNaN", total))
+        return _if(ctx, b, no_nan, lambda c: [z], lambda c: [_fix_nan(ctx, c, x, z, pool)], like)
+
+    return _if(ctx, ctx, plain, lambda b: [pool(b, x)], exact, like)[0]
+
+
+def _with_indices_as_pytorch(ctx: NodeContext, x: ir.Value, attrs: dict[str, Any]) -> tuple[ir.Value, ir.Value]:
+    """MaxPool of ``x`` with its indices (flat over the tensor, or over each plane where a NaN decides), as
+    PyTorch computes them: a window holding a NaN gives NaN at the last NaN's position (PyTorch takes every NaN
+    it meets), a window of ``-inf`` only gives ``-inf`` at its first position, a window whose maximum is the
+    lowest finite value gives it at its first position.
+
+    onnxruntime's CPU kernel with indices starts from the first value of the window and takes a value strictly
+    greater: PyTorch's answer but for NaN. CUDA's kernel with indices was not measured: both parts are kept for
+    every provider. The kernel alone runs when ``x`` holds no NaN, no ``-inf`` and no window stops at the lowest
+    finite value or below (a ReduceSum of ``x``, a ReduceMin of the values); else :func:`_exact_with_indices`."""
+    nan_guard, floor_guard = _guards(ctx, x, measured=False)
+    values, indices = ctx.op("MaxPool", x, num_outputs=2, **attrs)
+    indices.dtype = INT64
+    if not (nan_guard or floor_guard):
+        return values, indices
+    t, rank = x.dtype, ctx.rank(x)
+    _shaped(values, rank)
+    _shaped(indices, rank)
+    _, plain = _input_is_plain(ctx, x, True)
+    if floor_guard:
+        lowest = float(np.finfo(t.numpy()).min)
+        above = ctx.op("Greater", ctx.op("ReduceMin", values, keepdims=0), ctx.const(lowest, t))
+        plain = ctx.op("And", plain, above)
+    return _if(ctx, ctx, plain, lambda b: [values, indices],
+               lambda b: _exact_with_indices(ctx, b, x, attrs, floor_guard), [values, indices])
+
+
+def _exact_with_indices(ctx: NodeContext, b: Any, x: ir.Value, attrs: dict[str, Any], floor: bool) -> list:
+    """Values and indices of the MaxPool of ``x`` as PyTorch, built in ``b``; the indices are flat over the
+    tensor, or over each plane where the window holds a NaN (the caller takes them modulo the plane).
+
+    NaN read as ``-inf`` in a first MaxPool (right where the window's maximum is above the lowest finite value);
+    windows at the floor take the first position of the maximum of a code, 2 for a finite value, 1 for ``-inf``
+    (its value then the lowest finite value or ``-inf``); windows holding a NaN take the largest plane position
+    of a NaN (the last one PyTorch meets), from a MaxPool of the positions, -1 where no NaN."""
+    t, rank = x.dtype, ctx.rank(x)
+    inf = ctx.const(-math.inf, t)
+    isnan = b.op("IsNaN", x)
+    clean = b.op("Where", isnan, inf, x)
+    values, indices = b.op("MaxPool", clean, num_outputs=2, **attrs)
+    indices.dtype = INT64
+    if floor:
+        lowest = ctx.const(float(np.finfo(t.numpy()).min), t)
+        code = b.op("Where", b.op("Equal", clean, inf), ctx.const(1.0, t), ctx.const(2.0, t))
+        top, first = b.op("MaxPool", code, num_outputs=2, **attrs)
+        first.dtype = INT64
+        low = b.op("LessOrEqual", values, lowest)
+        values = b.op("Where", low, b.op("Where", b.op("Greater", top, ctx.const(1.5, t)), lowest, inf), values)
+        indices = b.op("Where", low, first, indices)
+    # positions in a plane: exact in float32 up to 2**24, in double beyond (or when the size is dynamic)
+    dims = spatial_dims(x, rank - 2)
+    size = math.prod(dims) if all(v is not None for v in dims) else None
+    pt = ir.DataType.FLOAT if size is not None and size <= 2**24 and t != ir.DataType.DOUBLE else ir.DataType.DOUBLE
+    if size is not None:
+        spatial, count = ctx.const(dims, INT64), ctx.const(float(size), pt)
+    else:
+        spatial = b.op("Shape", x, start=2)
+        count = b.op("Cast", b.op("ReduceProd", spatial, keepdims=0), to=pt)
+    positions = b.op("Reshape", b.op("Range", ctx.const(0.0, pt), count, ctx.const(1.0, pt)), spatial)
+    last = b.op("MaxPool", b.op("Where", isnan, positions, ctx.const(-1.0, pt)), **attrs)
+    has_nan = b.op("Greater", last, ctx.const(-0.5, pt))
+    values = b.op("Where", has_nan, ctx.const(math.nan, t), values)
+    indices = b.op("Where", has_nan, b.op("Cast", last, to=INT64), indices)
+    return [values, indices]
 
 
 @register("aten::max_pool1d.default", "aten::max_pool2d.default", "aten::max_pool3d.default")
@@ -394,9 +563,8 @@ def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
         c = kernel_dtype("GlobalMaxPool", dtype)
 
         def global_max(x: ir.Value) -> ir.Value:
-            xc = ctx.cast(x, c)
-            pooled = ctx.op("GlobalMaxPool", xc)
-            return ctx.cast(_as_pytorch(ctx, xc, pooled, lambda v: ctx.op("GlobalMaxPool", v)), dtype)
+            pooled = _as_pytorch(ctx, ctx.cast(x, c), lambda b, v: b.op("GlobalMaxPool", v), measured=False)
+            return ctx.cast(pooled, dtype)
 
         return with_batch(ctx, self, n, global_max), None
     dims = spatial_dims(self, n)
@@ -422,7 +590,8 @@ def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
 
 def _adaptive_max_windows(ctx: NodeContext, x: ir.Value, dims: list[int], output_size: list[int]):
     """Adaptive max pooling of overlapping windows: each output position gathers the flat positions of its
-    window (padded by repeating its last one), then ReduceMax and ArgMax (first maximum, as PyTorch)."""
+    window (padded by repeating its last one), then ArgMax (the first maximum, as PyTorch; the last NaN where the
+    window holds one) and the value there."""
     windows = []
     for size, out in zip(dims, output_size):
         bounds = [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
@@ -441,12 +610,15 @@ def _adaptive_max_windows(ctx: NodeContext, x: ir.Value, dims: list[int], output
     batch = ctx.op("Shape", x, start=0, end=2)
     planes = ctx.op("Reshape", ctx.cast(x, c), ctx.op("Concat", batch, ctx.const([-1], INT64), axis=0))
     gathered = ctx.op("Gather", planes, ctx.const(flat), axis=2)  # [N, C, *out, K]
+    last = ctx.const([-1], INT64)
+    # the first maximum, as PyTorch: a window of -inf only gives its first position (onnxruntime's CUDA ReduceMax
+    # would give the lowest finite float32: the values are read at the ArgMax instead)
     arg = ctx.op("ArgMax", gathered, axis=-1, keepdims=1)
-    # a window of -inf only: onnxruntime's CUDA ReduceMax gives the lowest finite float32, the value at the ArgMax
-    # is -inf; Min keeps ReduceMax's NaN
-    at_arg = ctx.op("Squeeze", ctx.op("GatherElements", gathered, arg, axis=-1), ctx.const([-1], INT64))
-    values = ctx.op("ReduceMax", gathered, ctx.const([-1], INT64), keepdims=0)
-    values = ctx.cast(ctx.op("Min", values, at_arg) if c in FLOAT_TYPES else values, dtype)
+    if c in FLOAT_TYPES:  # ArgMax skips NaN (CPU and CUDA); PyTorch takes each NaN it meets: the window's last
+        nan = ctx.cast(ctx.op("IsNaN", gathered), ir.DataType.UINT8)
+        any_nan = ctx.cast(ctx.op("ReduceMax", nan, last, keepdims=1), BOOL)
+        arg = ctx.op("Where", any_nan, ctx.op("ArgMax", nan, axis=-1, keepdims=1, select_last_index=1), arg)
+    values = ctx.cast(ctx.op("Squeeze", ctx.op("GatherElements", gathered, arg, axis=-1), last), dtype)
     table = ctx.const(flat)
     index = ctx.op("Squeeze", ctx.op("GatherElements", ctx.op("Expand", table, ctx.op("Shape", gathered)), arg,
                                      axis=-1), ctx.const([-1], INT64))

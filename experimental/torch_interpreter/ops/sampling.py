@@ -154,7 +154,7 @@ def _unless_finite(
     (NaN between two -inf), leaves out taps of weight 0, and mixes in a neighbouring row or channel when an
     axis keeps its size, where PyTorch's ``w0 * x0 + w1 * x1`` gives -inf between two -inf and NaN for an
     infinity on a tap of weight 0. The exact computation is several times slower than Resize, so an ``If``
-    runs it only for an input with an infinity or NaN (``ReduceSum(x * 0)`` is NaN); finite inputs pay one
+    runs it only for an input with an infinity or NaN (``ReduceSum(x)`` is not finite); finite inputs pay one
     reduction. Antialiased modes (a window of taps per output) keep Resize alone."""
     n = ctx.rank(input) - 2
     dtype = ctx.out_dtype
@@ -166,7 +166,10 @@ def _unless_finite(
         size = dim_of(ctx, input, axis)
         out = dim_of(ctx, fast, axis, size=ctx.val.shape[axis])
         taps.append((axis, *_taps(ctx, size, out, cubic, align_corners, scales[k], compute)))
-    bad = ctx.op("IsNaN", ctx.op("ReduceSum", ctx.op("Mul", x, ctx.const(0, compute)), keepdims=0))
+    # the sum is NaN or infinite (times 0: NaN) when x holds an infinity or a NaN; finite values that overflow
+    # take the exact branch too, which gives the same values
+    total = ctx.op("ReduceSum", x, keepdims=0)
+    bad = ctx.op("IsNaN", ctx.op("Mul", total, ctx.const(0, compute)))
     exact = ctx.new_subgraph()
     y = x
     for axis, index, weights in reversed(taps):  # the last axis first, as PyTorch
