@@ -120,8 +120,12 @@ def test_refine_bounds():
     )
     meta = _meta(onx)
     assert "refine_dynamic_shapes" in meta["aten2onnx.capture.strategies"]
-    assert "h = Dim('h', min=" in meta["aten2onnx.capture.notes"]
+    notes = meta["aten2onnx.capture.notes"]
     dims = onx.graph.input[0].type.tensor_type.shape.dim
+    if "h = 2*_h" in notes:
+        # torch 2.11 and 2.12 also guard max_pool2d's input on evenness: their fix is a derived dim
+        pytest.xfail(f"torch suggested h = 2*_h: the input axis is named {dims[2].dim_param!r}, not 'h'")
+    assert "h = Dim('h', min=" in notes, notes
     assert dims[2].dim_param == "h" and dims[3].dim_param == "w"
 
 

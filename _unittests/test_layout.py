@@ -24,7 +24,8 @@ FAMILIES = sorted(p for p in OPS.glob("*.py") if p.name != "__init__.py")
 
 #: the layers and the rule of each, as the design page states them
 RULES = {
-    "base": "errors, logging, dtypes, metadata keys, opsets, saving, provenance: import nothing else of the package",
+    "base": "errors, logging, dtypes, metadata keys, opsets, saving, provenance, torch versions: import nothing "
+            "else of the package",
     "patches": "the patch registry, read by bypass_export_some_errors and the capture strategies: base only",
     "capture": "torch.export and what is retried when it refuses a model: base and patches",
     "contract": "what a PythonOp node means (python_op's table, attributes, call encoding), written by the "
@@ -40,7 +41,7 @@ RULES = {
 CONTRACT = {"python_op", "python_op.table", "python_op.attributes", "python_op.encoding"}
 #: the root modules of each layer (the folders are layers of their own, except python_op/ and ops/)
 ROOT_MODULES = {
-    "base": {"errors", "logs", "dtypes", "metadata", "opsets", "saving", "provenance", "providers"},
+    "base": {"torch_versions", "errors", "logs", "dtypes", "metadata", "opsets", "saving", "provenance", "providers"},
     "translation": {"registry", "type_rules", "builder", "complex_pairs", "dims", "context", "aliasing", "interpreter"},
     "front": {"__init__", "__main__", "convert", "cli", "onnx_export_errors", "torch_onnx_arguments", "program"},
 }

@@ -3,7 +3,12 @@
 >>> from experimental.torch_interpreter import to_onnx, InferenceSession
 """
 
-from . import ops  # noqa: F401  (registers the converters)
+from .torch_versions import check_torch_version
+
+# first: a torch outside the supported range gets a message naming the range, not an error inside an import
+check_torch_version()
+
+from . import ops  # noqa: F401, E402  (registers the converters)
 from .convert import to_onnx
 from .errors import (
     ArgumentError,
@@ -25,6 +30,8 @@ from .errors import (
     TorchInterpreterWarning,
     TrainingModeWarning,
     UnsupportedOpError,
+    UnsupportedTorchError,
+    UntestedTorchWarning,
     UntrustedCodeError,
     VerificationError,
 )
@@ -64,6 +71,8 @@ __all__ = [
     "TorchInterpreterWarning",
     "TrainingModeWarning",
     "UnsupportedOpError",
+    "UnsupportedTorchError",
+    "UntestedTorchWarning",
     "UntrustedCodeError",
     "VerificationError",
     "bypass_export_some_errors",

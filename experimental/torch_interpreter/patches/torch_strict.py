@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from ..torch_versions import has_mark_static_address
 from .base import Patch, Undo, build_trace_rules, is_patched, replace_attribute
 
 
@@ -63,8 +64,7 @@ PATCHES = [
         replaces="torch._dynamo.mark_static_address by a no-op",
         fixes="strict export: `AssertionError: Attempt to trace forbidden callable <function mark_static_address>`",
         versions="torch >= 2.1 (forbidden in dynamo traces; still the case in 2.13)",
-        needed=lambda: hasattr(torch._dynamo, "mark_static_address")
-        and not is_patched(torch._dynamo, "mark_static_address"),
+        needed=lambda: has_mark_static_address() and not is_patched(torch._dynamo, "mark_static_address"),
         apply=_apply_mark_static_address,
     ),
 ]

@@ -21,6 +21,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from ..errors import ConversionError
+from ..torch_versions import FUNCTION_APPLY, dynamo_allowed_callable_ids, original_apply, uses_setup_context
 from . import table
 
 #: the modes a Function class can be exported with
@@ -31,8 +32,6 @@ MODES = (PYTHON_OP, INLINE)
 MODE_ATTRIBUTE = "onnx_export"
 RULE_ATTRIBUTE = "onnx_output_rule"
 
-_APPLY = torch.autograd.Function.__dict__["apply"]  # the classmethod object, restored after capture
-_ORIGINAL_APPLY = _APPLY.__func__
 _LOCAL = threading.local()
 _PATCH_LOCK = threading.Lock()
 _PATCH_COUNT = 0
@@ -46,7 +45,7 @@ def python_op(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """Runs the captured ``Function.apply`` call ``key`` on ``inputs`` (eager execution of an exported graph)."""
     call = table.get(key)
     with torch.no_grad():
-        outs = call.outputs(_ORIGINAL_APPLY(call.cls, *call.bind(inputs)))
+        outs = call.outputs(original_apply(call.cls, *call.bind(inputs)))
     # a custom op may not return its inputs or views of them
     storages = {t.untyped_storage().data_ptr() for t in inputs}
     return [o.clone() if o.untyped_storage().data_ptr() in storages else o for o in outs]
@@ -93,16 +92,10 @@ class _FakeCtx:
         self.materialize_grads = value
 
 
-def _uses_setup_context(cls: type) -> bool:
-    from torch.autograd.function import _is_setup_context_defined
-
-    return _is_setup_context_defined(cls.setup_context)
-
-
 def run_forward_on_fake(cls: type, args: list[Any]) -> Any:
     """Runs ``cls.forward`` on fake tensors to learn its outputs, or says how to give them."""
     try:
-        if _uses_setup_context(cls):
+        if uses_setup_context(cls):
             return cls.forward(*args)
         needs = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
         return cls.forward(_FakeCtx(needs), *args)
@@ -176,10 +169,10 @@ def _check_mode(mode: Any, where: str) -> str:
 def _forward_arguments(cls: type, args: tuple, kwargs: dict) -> list[Any]:
     """Every argument of ``forward`` after ``ctx``, positional, defaults applied, ``*args`` flattened."""
     signature = inspect.signature(cls.forward)
-    bound = signature.bind(*args, **kwargs) if _uses_setup_context(cls) else signature.bind(None, *args, **kwargs)
+    bound = signature.bind(*args, **kwargs) if uses_setup_context(cls) else signature.bind(None, *args, **kwargs)
     bound.apply_defaults()
     params = list(signature.parameters.values())
-    if not _uses_setup_context(cls):
+    if not uses_setup_context(cls):
         params = params[1:]
     values: list[Any] = []
     for param in params:
@@ -201,10 +194,10 @@ def _forward_arguments(cls: type, args: tuple, kwargs: dict) -> list[Any]:
 def _captured_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
     resolver: Resolver | None = getattr(_LOCAL, "resolver", None)
     if resolver is None:
-        return _ORIGINAL_APPLY(cls, *args, **kwargs)
+        return original_apply(cls, *args, **kwargs)
     mode, rule = resolver.resolve(cls)
     if mode == INLINE:
-        return _ORIGINAL_APPLY(cls, *args, **kwargs)
+        return original_apply(cls, *args, **kwargs)
     values = _forward_arguments(cls, args, kwargs)
     convention, constants, tensors, grads = "", [], [], []
     for i, value in enumerate(values):
@@ -261,9 +254,7 @@ def capture_autograd_functions(
     global _PATCH_COUNT
     resolver = Resolver(policy, training)
     del strict  # kept classes are marked in any case: a strict retry may run inside the block
-    from torch._dynamo import trace_rules
-
-    allowed = trace_rules._allowed_callable_ids
+    allowed = dynamo_allowed_callable_ids()
     added: list[int] = []
     saved = getattr(_LOCAL, "resolver", None)
     with _PATCH_LOCK:
@@ -285,4 +276,4 @@ def capture_autograd_functions(
                 allowed.remove(ident)
             _PATCH_COUNT -= 1
             if _PATCH_COUNT == 0:
-                torch.autograd.Function.apply = _APPLY
+                torch.autograd.Function.apply = FUNCTION_APPLY

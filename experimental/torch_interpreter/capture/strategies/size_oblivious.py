@@ -24,6 +24,7 @@ from torch.utils._pytree import keystr, tree_flatten_with_path
 from torch.utils._sympy.functions import Mod, PythonMod
 
 from ...errors import DynamicShapeError, ExportCaptureError
+from ...torch_versions import backed_hints
 from ..dynamic_shapes import DimSpec, normalize
 from ..failures import Failure, FailureKind
 from ..report import CaptureReport
@@ -73,8 +74,7 @@ def pinned_small_sizes(ep: torch.export.ExportedProgram) -> list[str]:
     shape_env = _get_shape_env(ep.graph_module)
     if shape_env is None:
         return []
-    # torch < 2.13: var_to_val (deprecated since)
-    hints = shape_env.backed_var_to_val if hasattr(shape_env, "backed_var_to_val") else shape_env.var_to_val
+    hints = backed_hints(shape_env)
     found: list[str] = []
     for guard in shape_env.guards:
         expr = guard.expr
