@@ -6,6 +6,7 @@ Every example of ``_doc/examples`` runs during the build; a failing example fail
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import warnings
@@ -19,6 +20,27 @@ sys.path.insert(0, os.path.join(HERE, "_ext"))
 import matplotlib  # noqa: E402
 
 matplotlib.use("agg")
+
+
+def _quiet_root_logger() -> None:
+    """accessible-pygments (a dependency of the theme, imported when the highlighting styles load) calls
+    ``logging.basicConfig(level=INFO)`` at import: every INFO record of every library the examples use
+    (onnx-ir's passes, the exporter's steps) was printed during the build. Imported here first, its handler is
+    taken off the root logger and the root level restored, so the build prints Sphinx's progress and warnings
+    only (what the examples print still shows on their pages)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        import a11y_pygments  # noqa: F401
+    except ImportError:
+        return
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+
+
+_quiet_root_logger()
 
 from experimental import __version__  # noqa: E402
 

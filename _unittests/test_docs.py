@@ -7,6 +7,7 @@ dominates); it runs in a subprocess so that the examples' registrations do not l
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -62,8 +63,8 @@ def test_docs_build(tmp_path):
     assert any(name.startswith("sphx_glr_plot_5_compare_dynamo_001") for name in images), images
     assert any(name.startswith("sphx_glr_plot_2a_to_onnx_001") for name in images), images
     # every gallery page has a figure, so every card has a real thumbnail
-    for page in ("plot_1_torch_export", "plot_2b_custom_code", "plot_2c_llm_cache", "plot_3_errors",
-                 "plot_4_investigate"):
+    for page in ("plot_1_torch_export", "plot_2b_custom_code", "plot_2c_llm_cache", "plot_2d_custom_kernels",
+                 "plot_3_errors", "plot_4_investigate"):
         assert any(name.startswith(f"sphx_glr_{page}_001") for name in images), (page, images)
     investigate = _read(str(html / "auto_examples" / "plot_4_investigate.html"))
     assert "aten::silu.default" in investigate and "VerificationError" in investigate
@@ -76,6 +77,29 @@ def test_docs_build(tmp_path):
     api = _read(str(html / "api.html"))
     for name in ("to_onnx", "InferenceSession", "UnsupportedOpError", "Registry", "NodeContext"):
         assert name in api, name
+
+    # a quiet build: Sphinx's progress and warnings, not the INFO records of the libraries the examples use
+    # (a dependency of the theme configures the root logger at import)
+    output = proc.stdout + proc.stderr
+    info = [line for line in output.splitlines() if re.match(r"^# \d{4}-\d\d-\d\d .* INFO ", line)]
+    assert not info, f"{len(info)} INFO records printed by the build, e.g. {info[:3]}"
+
+    # the home page leads to the tutorial and lists the reference pages without their sections
+    index = _read(str(html / "index.html"))
+    assert 'href="auto_examples/index.html"' in index and "auto_examples/plot_2a_to_onnx.html" in index
+    assert "ops/activation.py" not in index
+    # the graph viewer is in the API and draws the tutorial's first graph picture
+    assert "plot_graph" in api
+    to_onnx_page = _read(str(html / "auto_examples" / "plot_2a_to_onnx.html"))
+    assert "plot_graph" in to_onnx_page and "def plot_onnx" not in to_onnx_page
+    # the command line is shown as shell commands, not as Python running them
+    assert "highlight-bash" in investigate and "subprocess" not in investigate
+    assert "$ python -m experimental.torch_interpreter export" in investigate  # their real output
+    # the performance and sweep pages open with their figure, then a short table
+    for page, figure in (("performance.html", "performance_latency.png"), ("zoo.html", "zoo.png")):
+        text = _read(str(html / page))
+        assert text.index(figure) < text.index("<table"), page
+        assert not re.search(r"\bissues? #?\d+|the issue asks", text.lower()), page  # the product, not its making
 
     # the patch table is generated from the patches; the LLM with a cache ran and matched
     patches = _read(str(html / "patches.html"))

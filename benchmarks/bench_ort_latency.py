@@ -6,7 +6,8 @@ the variants of one model run interleaved (one call each, in turn, ``--repeat`` 
 reported, so a machine shared with other work slows every variant alike. Three cases per decoder: no cache
 (``use_cache=False``), and the model exported with its cache (``DynamicCache`` as inputs and outputs) run
 as a prefill (an empty past, 128 new tokens) and as one decoding step (a past of 128 tokens, 1 new token).
-Writes a reST table included by ``_doc/performance.rst`` and a plot next to it::
+Writes the reST tables included by ``_doc/performance.rst`` (a short one, every measurement in another) and
+a plot next to them::
 
     python benchmarks/bench_ort_latency.py --models llama,gpt2 --repeat 30
     python benchmarks/bench_ort_latency.py --models gpt2 --repeat 30 --merge  # one model again, the others kept
@@ -336,70 +337,175 @@ def _ratio(lat: dict, a: str, b: str) -> float | None:
     return lat[a] / lat[b] if a in lat and b in lat else None
 
 
-def write_table(rows: list[dict], path: str, command: str) -> None:
-    """The reST table: one row per model and case, latency (ms), node counts and the two ratios."""
-    lines = [
-        ".. list-table:: ONNX Runtime CPU latency (median ms, interleaved runs) and node counts",
-        "   :header-rows: 1",
-        "   :class: wide-table",
-        "",
-        "   * - model",
-        "     - case",
-        *[f"     - {v} ms" for v in VARIANTS],
-        *[f"     - {v} nodes" for v in VARIANTS],
-        "     - latency ratio to_onnx ort / best official",
-        "     - latency ratio to_onnx / official",
-    ]
+#: the cases of the figure and of the short table, as the rows name them before " ("
+CASES = ("no cache", "prefill", "decode")
+
+
+def _case(row: dict) -> str:
+    return row["case"].split(" (")[0]
+
+
+def _models(rows: list[dict]) -> list[str]:
+    return list(dict.fromkeys(r["model"] for r in rows))
+
+
+def _official_nodes(nodes: dict) -> int | None:
+    """The node count of the official model after ``optimize_for_ort`` (before it when that one is missing)."""
+    return nodes.get("official+ort", nodes.get("official"))
+
+
+def _notes(rows: list[dict]) -> list[str]:
     notes: list[str] = []
     for r in rows:
-        lat, nodes = r["latency_ms"], r["nodes"]
-        lines.append(f"   * - {r['model']}")
-        lines.append(f"     - {r['case']}")
-        lines += [f"     - {lat[v]:.1f}" if v in lat else "     - fails" for v in VARIANTS]
-        lines += [f"     - {nodes[v]}" if v in nodes else "     - fails" for v in VARIANTS]
-        for a, b in (("to_onnx ort", BEST_OFFICIAL), ("to_onnx", "official")):
-            ratio = _ratio(lat, a, b)
-            lines.append(f"     - {ratio:.2f}" if ratio is not None else "     - n/a")
         for k, e in r["failed"].items():
             note = f"* {r['model']}, {k}: ``{e.replace(chr(96), chr(39))}``"
             if note not in notes:
                 notes.append(note)
     models = {r["model"] for r in rows}
-    notes += [f"* {m}: {why}" for m, why in NO_CACHE.items() if m in models]
+    return notes + [f"* {m}: {why}" for m, why in NO_CACHE.items() if m in models]
+
+
+def write_table(rows: list[dict], path: str, command: str, details: str | None = None) -> None:
+    """The short reST table the page opens with (one row per model: node counts, latency ratio per case) in
+    ``path``; every measurement (latencies in ms, node counts, failures) in ``details``. Narrow columns whose
+    headers are short words, so that no header breaks inside a word."""
+    lines = [
+        ".. list-table:: ``to_onnx`` at the onnxruntime level against the official exporter: node counts, and "
+        "latency divided by the faster official model's (lower is better)",
+        "   :header-rows: 1",
+        "   :class: perf-table",
+        "",
+        "   * - model",
+        "     - nodes, to_onnx",
+        "     - nodes, official",
+        *[f"     - latency, {case}" for case in CASES],
+    ]
+    for model in _models(rows):
+        by_case = {_case(r): r for r in rows if r["model"] == model}
+        plain = by_case.get("no cache") or next(iter(by_case.values()))
+        official = _official_nodes(plain["nodes"])
+        lines += [
+            f"   * - {model}",
+            f"     - {plain['nodes'].get('to_onnx ort', 'n/a')}",
+            f"     - {official if official is not None else 'n/a'}",
+        ]
+        for case in CASES:
+            ratio = _ratio(by_case[case]["latency_ms"], "to_onnx ort", BEST_OFFICIAL) if case in by_case else None
+            lines.append(f"     - {ratio:.2f}" if ratio is not None else "     - n/a")
+    lines.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    if details:
+        write_details(rows, details, command)
+
+
+def write_details(rows: list[dict], path: str, command: str) -> None:
+    """Every measurement: the latencies (ms) and both ratios per model and case, the node counts per model and
+    export, the failures, the command."""
+    lines = [
+        ".. list-table:: ONNX Runtime CPU latency, median ms of interleaved runs (prefill: an empty past and "
+        f"{SEQ} new tokens; decode: a past of {SEQ} tokens and 1 new)",
+        "   :header-rows: 1",
+        "   :class: perf-table",
+        "",
+        "   * - model",
+        "     - case",
+        *[f"     - {v}" for v in VARIANTS],
+        "     - to_onnx ort / best official",
+        "     - to_onnx / official",
+    ]
+    for r in rows:
+        lat = r["latency_ms"]
+        lines += [f"   * - {r['model']}", f"     - {_case(r)}"]
+        lines += [f"     - {lat[v]:.1f}" if v in lat else "     - fails" for v in VARIANTS]
+        for a, b in (("to_onnx ort", BEST_OFFICIAL), ("to_onnx", "official")):
+            ratio = _ratio(lat, a, b)
+            lines.append(f"     - {ratio:.2f}" if ratio is not None else "     - n/a")
+    lines += [
+        "",
+        ".. list-table:: ONNX nodes per model and export",
+        "   :header-rows: 1",
+        "   :class: perf-table",
+        "",
+        "   * - model",
+        "     - exported",
+        *[f"     - {v}" for v in VARIANTS],
+    ]
+    seen = set()
+    for r in rows:
+        kind = "without a cache" if _case(r) == "no cache" else "with its cache"
+        if (r["model"], kind) in seen:
+            continue
+        seen.add((r["model"], kind))
+        lines += [f"   * - {r['model']}", f"     - {kind}"]
+        lines += [f"     - {r['nodes'][v]}" if v in r["nodes"] else "     - fails" for v in VARIANTS]
+    notes = _notes(rows)
     lines += ["", *notes, "" if notes else "", f"Command: ``{command}``", ""]
     with open(path, "w") as f:
         f.write("\n".join(lines))
 
 
 def write_plot(rows: list[dict], path: str) -> None:
-    """Left: the latency ratios per model and case; right: the node counts (models without a cache)."""
+    """Top: the latency of the onnxruntime level divided by the faster official model's, per model and case;
+    bottom: the node counts of the four models (without a cache). A value that does not exist (the official
+    exporter fails, an encoder has no cache) is no bar: "n/a" is written in its place."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(1, 2, figsize=(16, 4.4), gridspec_kw={"width_ratios": [3, 1.6]})
-    x = np.arange(len(rows))
-    pairs = (("to_onnx ort", BEST_OFFICIAL), ("to_onnx", "official"))
-    for i, (a, b) in enumerate(pairs):
-        ratios = [_ratio(r["latency_ms"], a, b) for r in rows]
-        ax[0].bar(x + i * 0.4, [v if v is not None else 0.0 for v in ratios], 0.4, label=f"{a} / {b}")
-    ax[0].axhline(1.0, color="gray", linewidth=0.8)
-    ax[0].axhline(0.8, color="gray", linewidth=0.8, linestyle="--")
-    ax[0].set_xticks(x + 0.2, [f"{r['model']}\n{r['case'].split(' (')[0]}" for r in rows], fontsize=7)
-    ax[0].set_title("ORT CPU latency ratio (median, lower is better; 0 = n/a)")
-    ax[0].set_ylim(0, 1.2)  # room for the legend above the bars
-    ax[0].legend(fontsize=8, ncol=2, loc="upper center")
-    plain = [r for r in rows if r["case"] == "no cache"]
-    x = np.arange(len(plain))
-    width = 0.8 / len(VARIANTS)
-    for i, v in enumerate(VARIANTS):
-        ax[1].bar(x + i * width, [r["nodes"].get(v, 0) for r in plain], width, label=v)
-    ax[1].set_xticks(x + width * (len(VARIANTS) - 1) / 2, [r["model"] for r in plain])
-    ax[1].set_title("nodes (no cache; 0 = export fails)")
-    ax[1].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    models = _models(rows)
+    by = {(r["model"], _case(r)): r for r in rows}
+    x = np.arange(len(models))
+
+    def not_available(ax: Any, slots: dict[int, list[float]], height: float) -> None:
+        """One "n/a" over the missing bars of each model."""
+        for xs in slots.values():
+            ax.text(float(np.mean(xs)), height, "n/a", ha="center", va="bottom", fontsize=11, color="dimgray")
+
+    with plt.rc_context({"font.size": 12, "legend.fontsize": 11}):
+        fig, (left, right) = plt.subplots(2, 1, figsize=(9, 7.2))
+        width = 0.8 / len(CASES)
+        missing: dict[int, list[float]] = {}
+        for j, case in enumerate(CASES):
+            shift = (j - (len(CASES) - 1) / 2) * width
+            values = [_ratio(by[(m, case)]["latency_ms"], "to_onnx ort", BEST_OFFICIAL) if (m, case) in by else None
+                      for m in models]
+            shown = [(i, v) for i, v in enumerate(values) if v is not None]
+            left.bar([x[i] + shift for i, _ in shown], [v for _, v in shown], width, label=case, color=f"C{j}")
+            for i, v in enumerate(values):
+                if v is None:
+                    missing.setdefault(i, []).append(x[i] + shift)
+        not_available(left, missing, 0.02)
+        left.axhline(1.0, color="black", linewidth=0.8)
+        left.set_xticks(x, models)
+        left.set_xlim(-0.6, len(models) - 0.4)
+        left.set_ylim(0, 1.3)
+        left.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+        left.set_ylabel("to_onnx ort / faster official")
+        left.set_title("latency (lower is better)")
+        left.legend(ncol=len(CASES), loc="upper center", frameon=False)
+        width = 0.8 / len(VARIANTS)
+        missing = {}
+        for j, variant in enumerate(VARIANTS):
+            shift = (j - (len(VARIANTS) - 1) / 2) * width
+            values = [by[(m, "no cache")]["nodes"].get(variant) if (m, "no cache") in by else None for m in models]
+            shown = [(i, v) for i, v in enumerate(values) if v is not None]
+            right.bar([x[i] + shift for i, _ in shown], [v for _, v in shown], width, label=variant, color=f"C{j + 3}")
+            for i, v in enumerate(values):
+                if v is None:
+                    missing.setdefault(i, []).append(x[i] + shift)
+        top = max(v for r in rows for v in r["nodes"].values())
+        not_available(right, missing, 0.02 * top)
+        right.set_xticks(x, models)
+        right.set_xlim(-0.6, len(models) - 0.4)
+        right.set_ylabel("ONNX nodes")
+        right.set_title("nodes, without a cache")
+        right.legend(ncol=len(VARIANTS), loc="upper center", frameon=False)
+        right.set_ylim(0, 1.3 * top)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
 
 
 def _merge(stored: list[dict], new: list[dict]) -> list[dict]:
@@ -421,7 +527,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--models", default="llama,gpt2", help=f"comma separated, among {','.join(MODELS)}")
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (0: its default)")
-    parser.add_argument("--out", default=os.path.join(DOC, "performance_table.inc"), help="the .rst table")
+    parser.add_argument("--out", default=os.path.join(DOC, "performance_table.inc"), help="the short .rst table")
+    parser.add_argument("--details", default=os.path.join(DOC, "performance_details.inc"),
+                        help="the .rst tables of every measurement")
     parser.add_argument("--plot", default=os.path.join(DOC, "performance_latency.png"))
     parser.add_argument("--render-only", action="store_true", help=f"table and plot from {os.path.basename(RESULTS)}")
     parser.add_argument("--merge", action="store_true",
@@ -443,7 +551,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.render_only:
         with open(RESULTS) as f:
             stored = json.load(f)
-        write_table(stored["rows"], args.out, stored["command"])
+        write_table(stored["rows"], args.out, stored["command"], args.details)
         write_plot(stored["rows"], args.plot)
         return stored["rows"]
     THREADS["intra_op"] = args.threads
@@ -474,7 +582,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         command = f"{stored['command']}; then {command} --merge"
     with open(RESULTS, "w") as f:
         json.dump({"command": command, "onnxruntime": ort.__version__, "torch": torch.__version__, "rows": rows}, f, indent=1)
-    write_table(rows, args.out, command)
+    write_table(rows, args.out, command, args.details)
     write_plot(rows, args.plot)
     return rows
 

@@ -1,8 +1,8 @@
 """
 .. _l-torch-export:
 
-1. torch.export first: what the exporter sees
-=============================================
+1. What torch.export sees
+=========================
 
 :func:`experimental.torch_interpreter.to_onnx` does not trace the model itself: it calls
 ``torch.export.export`` and translates the FX graph it returns, node by node. Knowing what that graph looks

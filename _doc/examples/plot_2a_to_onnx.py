@@ -1,12 +1,14 @@
 """
 .. _l-to-onnx:
 
-2a. to_onnx: models, dynamic shapes, control flow, onnxruntime
-==============================================================
+2a. Converting and running a model
+==================================
 
 :func:`experimental.torch_interpreter.to_onnx` takes the model, its example inputs and optionally the
 dynamic axes, and returns an ``onnx.ModelProto``. :class:`experimental.torch_interpreter.InferenceSession`
 runs it with onnxruntime, on CUDA when onnxruntime-gpu and a GPU are present, on the CPU otherwise.
+This page goes from a simple model to dynamic shapes, saving, submodules and control flow, and draws the
+graphs with :func:`~experimental.torch_interpreter.plot_graph`.
 
 A simple model
 --------------
@@ -20,7 +22,7 @@ import numpy as np
 import onnx
 import torch
 
-from experimental.torch_interpreter import InferenceSession, to_onnx
+from experimental.torch_interpreter import InferenceSession, plot_graph, to_onnx
 
 torch.manual_seed(0)
 model = torch.nn.Sequential(
@@ -54,60 +56,14 @@ print([n.op_type for n in onx20.graph.node])
 # The graph as a picture
 # ----------------------
 #
-# ``dot`` is not needed for a small graph: the function below places each node on the row of its depth and
-# draws the edges with matplotlib. Inputs are green, outputs orange; weights and constants are written
-# inside the node that reads them.
+# :func:`~experimental.torch_interpreter.plot_graph` draws an ONNX graph with matplotlib (no graphviz needed):
+# one box per node, the inputs in green, the outputs in orange, weights and constants written inside the box
+# of the node that reads them. It takes a ``ModelProto``, an ``onnx_ir.Model`` or the path of a file, and an
+# ``ax`` to draw in.
 
-
-def plot_onnx(onx: onnx.ModelProto, ax, title: str = "") -> None:
-    graph = onx.graph
-    # constants and weights are written inside the box of the node reading them
-    consts = {i.name: i.name for i in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant":
-            value = onnx.numpy_helper.to_array(node.attribute[0].t)
-            consts[node.output[0]] = np.array2string(value, precision=3) if value.size < 4 else "cst"
-    nodes = [n for n in graph.node if n.op_type != "Constant"]
-    # boxes: (label, row, color); edges: (from box, to box)
-    boxes, edges, made_by = [], [], {}
-    for i in graph.input:
-        made_by[i.name] = len(boxes)
-        boxes.append((i.name, 0, "#c7e9c0"))
-    for node in nodes:
-        parents = [made_by[name] for name in node.input if name in made_by]
-        row = 1 + max([boxes[p][1] for p in parents] or [0])
-        label = node.op_type + "".join(f"\n{consts[name]}" for name in node.input if name in consts)
-        edges += [(p, len(boxes)) for p in parents]
-        for out in node.output:
-            made_by[out] = len(boxes)
-        boxes.append((label, row, "#deebf7"))
-    last = max(b[1] for b in boxes) + 1
-    for o in graph.output:
-        edges.append((made_by[o.name], len(boxes)))
-        boxes.append((o.name, last, "#fdd0a2"))
-    # rows from top to bottom, each row ordered by the mean position of the parents
-    xs = {}
-    for row in range(last + 1):
-        items = [k for k, b in enumerate(boxes) if b[1] == row]
-        key = {k: np.mean([xs[a] for a, b in edges if b == k] or [k]) for k in items}
-        for j, k in enumerate(sorted(items, key=key.get)):
-            xs[k] = (j + 1) / (len(items) + 1)
-    for a, b in edges:
-        ax.annotate("", xy=(xs[b], -boxes[b][1]), xytext=(xs[a], -boxes[a][1]),
-                    arrowprops=dict(arrowstyle="->", color="gray", shrinkA=12, shrinkB=12))
-    for k, (label, row, color) in enumerate(boxes):
-        ax.text(xs[k], -row, label, ha="center", va="center", fontsize=8,
-                bbox=dict(boxstyle="round", facecolor=color, edgecolor="gray"))
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-last - 0.6, 0.6)
-    ax.set_title(title)
-    ax.axis("off")
-
-
-fig, axes = plt.subplots(1, 2, figsize=(10, 6))
-plot_onnx(onx, axes[0], "opset 18")
-plot_onnx(onx20, axes[1], "opset 20")
-fig.tight_layout()
+fig, axes = plt.subplots(1, 2, figsize=(8, 9))
+plot_graph(onx, axes[0], title="opset 18")
+plot_graph(onx20, axes[1], title="opset 20")
 plt.show()
 
 # %%
@@ -207,6 +163,12 @@ for node in onx.graph.node:
     print(f"{node.op_type:20} {meta.get('pkg.torch.module_scope', '')}")
 
 # %%
+# The two blocks and their residual connections:
+
+plot_graph(onx, title="Net: two residual blocks and a head")
+plt.show()
+
+# %%
 # Control flow: torch.cond becomes If
 # -----------------------------------
 #
@@ -220,6 +182,21 @@ class Cond(torch.nn.Module):
 
 onx = to_onnx(Cond(), (torch.randn(3, 2),), dynamic_shapes=({0: "batch"},))
 print(onnx.printer.to_text(onx.graph))  # the ONNX text format, subgraphs included
+
+# %%
+# ``plot_graph`` draws the ``If`` node as one box; each branch is a graph it can draw too.
+
+# sphinx_gallery_thumbnail_number = 3
+branch = next(n for n in onx.graph.node if n.op_type == "If")
+fig, axes = plt.subplots(1, 3, figsize=(10, 5.5))
+plot_graph(onx, axes[0], title="the model")
+for ax, attribute in zip(axes[1:], branch.attribute):
+    plot_graph(attribute.g, ax, title=attribute.name)
+plt.show()
+
+# %%
+# onnxruntime runs the branch the condition picks:
+
 sess = InferenceSession(onx)
 for sign in (1, -1):
     feed = sign * torch.rand(4, 2)

@@ -1,8 +1,8 @@
 """
 .. _l-custom-code:
 
-2b. to_onnx: custom ops, autograd.Function, a tiny Llama
-========================================================
+2b. Custom ops and a tiny Llama
+===============================
 
 Real models call more than aten ops: custom operators (``torch.library``), ``torch.autograd.Function``
 wrapping a kernel, and large stacks of modules from ``transformers``. This page exports one of each.

@@ -1,8 +1,8 @@
 """
 .. _l-llm-cache:
 
-2c. A tiny LLM with a cache, under bypass_export_some_errors
-============================================================
+2c. An LLM with a cache
+=======================
 
 Generation runs a decoder with the keys and values of the past tokens, a ``transformers.DynamicCache``.
 ``torch.export`` does not know that class: it must be registered as a pytree node, which

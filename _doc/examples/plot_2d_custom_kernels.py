@@ -1,8 +1,8 @@
 """
 .. _l-custom-kernels:
 
-2d. Your own kernels: custom ops as PythonOp, then a real converter
-===================================================================
+2d. Your own kernels
+====================
 
 Models call kernels of their own: a ``torch.library.custom_op`` around a Triton or CUDA kernel, a
 ``torch.library.triton_op``, an op registered by a C++ extension (``torch.ops.mylib.*``). ``torch.export`` keeps
@@ -110,7 +110,7 @@ for batch in (4, 7):
 #
 # The same holds for ``torch.library.triton_op`` (a Triton kernel run on the GPU, CUDA tensors exchanged
 # through DLPack) and for ops inside ``torch.cond``, ``while_loop`` or ``scan`` bodies (the control-flow node
-# then runs node by node on the CPU). ``_doc/python_op.rst`` has the details and the overhead: about 30
+# then runs node by node on the CPU). :doc:`/python_op` has the details and the overhead: about 30
 # microseconds per call.
 #
 # Way 2: a converter
@@ -152,6 +152,20 @@ feed = torch.randn(5, 8)
 got = plain.run(None, {"x": feed.numpy()})[0]
 np.testing.assert_allclose(got, model(feed).detach().numpy(), atol=1e-5)
 print(f"max difference with eager: {np.abs(got - model(feed).detach().numpy()).max():.2e}")
+
+# %%
+# The two exports side by side, drawn by :func:`~experimental.torch_interpreter.plot_graph`: the PythonOp node
+# (yellow: a node of another domain than ONNX's) and the nodes the converter wrote in its place.
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+from experimental.torch_interpreter import plot_graph  # noqa: E402
+
+with_python_op = to_onnx(model, (x,), dynamic_shapes=({0: "batch"},), custom_ops="python_op")
+fig, axes = plt.subplots(1, 2, figsize=(9, 7.5))
+plot_graph(with_python_op, axes[0], title="way 1: a PythonOp node")
+plot_graph(onx, axes[1], title="way 2: a converter")
+plt.show()
 
 # %%
 # A converter is checked like the project's own: the element type and shape of what it returns are compared

@@ -1,8 +1,8 @@
 """
 .. _l-errors:
 
-3. Frequent exceptions and what to do about them
-================================================
+3. Frequent errors and their fixes
+==================================
 
 Every failure ``to_onnx`` reports derives from
 :class:`~experimental.torch_interpreter.TorchInterpreterError`; the class tells which stage failed:

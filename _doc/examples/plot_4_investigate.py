@@ -22,8 +22,6 @@ with that converter swapped in, is given to the export; the default registry is 
 """
 
 import os
-import subprocess
-import sys
 import tempfile
 
 import matplotlib.pyplot as plt
@@ -104,17 +102,32 @@ print(report.to_markdown(only_differing=True)[:2500])
 #
 # ``save_repro`` writes the diverging node alone: ``model.onnx`` holds only the ONNX nodes made for it, with
 # the values they read as inputs (``inputs.npz``, computed by PyTorch), and ``repro.py`` calls the same aten
-# op on the same values and compares it with onnxruntime.
+# op on the same values and compares it with onnxruntime. It runs alone, from the folder:
+#
+# .. code-block:: bash
+#
+#     python repro.py
+#
+# Below: the files, the script, and what it prints.
 
 folder = tempfile.mkdtemp()
 for path in first.save_repro(folder):
     print(os.path.basename(path), os.path.getsize(path), "bytes")
 with open(os.path.join(folder, "repro.py")) as f:
     print(f.read())
+# sphinx_gallery_start_ignore
+# the shell command above, run for this page
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 
-# %%
-out = subprocess.run([sys.executable, os.path.join(folder, "repro.py")], capture_output=True, text=True)
-print(out.stdout)
+import experimental  # noqa: E402
+
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(experimental.__file__)),
+                                                    os.environ.get("PYTHONPATH", "")]))
+out = subprocess.run([sys.executable, "repro.py"], cwd=folder, env=ENV, capture_output=True, text=True)
+print("$ python repro.py")
+print(out.stdout + out.stderr)
+# sphinx_gallery_end_ignore
 
 # %%
 # With the project's converters, nothing differs, and the share of compared nodes says how much of the
@@ -205,21 +218,33 @@ for node in onx.graph.node:
 # whose function returns the model and its inputs: ``export FILE.py:factory`` with ``--verify``,
 # ``--report R.md`` and ``--dump DIR`` (the ExportedProgram, its FX graph as text, the ONNX model, the
 # inputs and the report: what a bug report needs), and ``compare FILE.py:factory`` for
-# ``find_discrepancies`` (``--repro DIR``, ``--plot P.png``, ``--markdown R.md``).
+# ``find_discrepancies`` (``--repro DIR``, ``--plot P.png``, ``--markdown R.md``). With the file
+# ``cnn_factory.py`` written below:
+#
+# .. code-block:: bash
+#
+#     python -m experimental.torch_interpreter export cnn_factory.py:factory \
+#         -o cnn.onnx --verify --dump dump
+#     python -m experimental.torch_interpreter compare cnn_factory.py:factory
+#     ls dump
+#
+# What the three commands print follows the file.
 
-factory = os.path.join(folder, "cnn_factory.py")
-with open(factory, "w") as f:
+with open(os.path.join(folder, "cnn_factory.py"), "w") as f:
     f.write(
         "import torch\n\n\n"
         "def factory():\n"
         "    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten())\n"
         "    return model.eval(), (torch.randn(2, 3, 8, 8),), {}, ({0: 'batch'},)\n"
     )
-for command in (["export", factory + ":factory", "-o", os.path.join(folder, "cnn.onnx"), "--verify",
-                 "--dump", os.path.join(folder, "dump")],
-                ["compare", factory + ":factory"]):
-    out = subprocess.run([sys.executable, "-m", "experimental.torch_interpreter", *command],
-                         capture_output=True, text=True)
-    print("$ python -m experimental.torch_interpreter", command[0], "...", "->", out.returncode)
+# sphinx_gallery_start_ignore
+# the shell commands above, run for this page
+for command in ("export cnn_factory.py:factory -o cnn.onnx --verify --dump dump", "compare cnn_factory.py:factory"):
+    out = subprocess.run([sys.executable, "-m", "experimental.torch_interpreter", *command.split()], cwd=folder,
+                         env=ENV, capture_output=True, text=True)
+    print("$ python -m experimental.torch_interpreter", command)
     print(out.stdout)
-print(sorted(os.listdir(os.path.join(folder, "dump"))))
+    assert out.returncode == 0, out.stderr
+print("$ ls dump")
+print("  ".join(sorted(os.listdir(os.path.join(folder, "dump")))))
+# sphinx_gallery_end_ignore

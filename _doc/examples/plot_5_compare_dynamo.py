@@ -1,10 +1,10 @@
 """
 .. _l-compare-dynamo:
 
-5. Side by side with torch.onnx.export(dynamo=True)
-===================================================
+5. Compared with the official exporter
+======================================
 
-``torch.onnx.export(..., dynamo=True)`` also starts from ``torch.export.export``, then runs
+The official exporter, ``torch.onnx.export(..., dynamo=True)``, also starts from ``torch.export.export``, then runs
 ``run_decompositions`` (aten ops are broken down into a smaller core set), translates the result with
 onnxscript and optimizes the ONNX graph (constant folding, fusions, removal of unused nodes). ``to_onnx``
 translates the graph as exported, one converter per overload, without any rewriting afterwards.

@@ -37,6 +37,7 @@ from .errors import (
 )
 from .investigate import DiscrepancyReport, ExportReport, NodeDiscrepancy
 from .investigate.discrepancies import find_discrepancies
+from .investigate.plot_graph import plot_graph
 from .onnx_export_errors import bypass_export_some_errors
 from .optimize import optimize_model
 from .program import OnnxProgram, export
@@ -80,6 +81,7 @@ __all__ = [
     "export",
     "find_discrepancies",
     "optimize_model",
+    "plot_graph",
     "register",
     "to_onnx",
 ]
