@@ -78,6 +78,11 @@ class Chooser:
         """True with probability about ``p``."""
         return self.integer(0, 999) < int(p * 1000)
 
+    def fork(self) -> Chooser:
+        """The chooser of the statements added after the main ones (:func:`half_jump`): for a seed, a stream of
+        its own, so that the program of every seed keeps the statements it had before they existed."""
+        return self
+
 
 class RandomChooser(Chooser):
     """Choices from ``random.Random(seed)``.
@@ -92,6 +97,11 @@ class RandomChooser(Chooser):
 
     def integer(self, low: int, high: int) -> int:
         return self._rng.randint(low, high)
+
+    def fork(self) -> RandomChooser:
+        forked = RandomChooser(self.seed)
+        forked._rng = random.Random(f"{self.seed}/fork")
+        return forked
 
 
 class HypothesisChooser(Chooser):
@@ -150,6 +160,9 @@ class Program:
     ops: list[str]
     #: per output, the least precise floating type it was computed from (it sets the tolerance)
     out_low: list[torch.dtype | None] = dataclasses.field(default_factory=list)
+    #: per output, whether a difference is a mismatch even where onnxruntime is closer to float64 than eager
+    #: (a result of :func:`half_jump`: float64 falls where float32 does, on the other side of the jump)
+    out_strict: list[bool] = dataclasses.field(default_factory=list)
 
     def module(self) -> torch.nn.Module:
         """The ``Program`` module defined by the source."""
@@ -673,14 +686,105 @@ def _norm(b: _Builder, v: Var, name: str):
     return _one(f"F.batch_norm({v.name}, {mean}, {var}.abs() + 0.5, training=False)", name, False)
 
 
+#: Python scalars exact in float16 and bfloat16 (PyTorch multiplies by the scalar in float32: another scalar would
+#: differ from the ONNX constant, rounded to the tensor's type)
+_HALF_SCALARS = ("7", "3", "5", "6", "1.5", "-2.5", "0.75")
+
+
+def boundary_values(k: str, size: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """``n / k`` rounded to ``dtype`` for random integers ``n``: about 40% of the products by ``k``, exact in
+    float32, fall just under an integer ``n`` that their rounding to ``dtype`` gives back.
+
+    >>> x = boundary_values("7", 64, torch.float16, 0)
+    >>> bool(((x * 7).long() != (x.float() * 7).long()).any())
+    True
+    """
+    n = torch.randint(-60, 61, (size,), generator=torch.Generator().manual_seed(seed))
+    return (n / float(k)).to(dtype)
+
+
+def half_jump(b: _Builder, ch: Chooser, name: str, boundary: Var | None = None, k: str | None = None) -> bool:
+    """Appends float16/bfloat16 arithmetic whose result jumps: ``.long()`` (the index of a ``gather`` or
+    ``scatter_add`` after ``% m``), a comparison, ``floor``/``ceil``/``round``/``trunc``, ``argmax``/``argmin``,
+    ``sort`` indices. PyTorch rounds the product to half precision before it jumps: ``(x.abs() * 7).long()`` is
+    4 for ``x = 0.5713`` in float16 (3.999 in float32). The product is of a variable of the program, or of
+    ``boundary`` (an input of :func:`boundary_values` by ``k``, which the random inputs hardly ever are);
+    the index of ``gather``/``scatter_add`` reads a variable of the program. Its result is an output more; the
+    variables it reads stay outputs if they were. Draws from ``ch`` only. Returns whether a statement was added."""
+    main, b.ch = b.ch, ch  # the main chooser's stream stays as it was without this statement
+    try:
+        return _half_jump(b, ch, name, boundary, k)
+    finally:
+        b.ch = main
+
+
+def _half_jump(b: _Builder, ch: Chooser, name: str, boundary: Var | None, k: str | None) -> bool:
+    candidates = [
+        u for u in b.vars
+        if u.exact and u.value.numel() and u is not boundary
+        and (not u.is_float or bool(torch.isfinite(u.value).all()) and float(u.value.abs().max()) <= 1024)
+    ]
+    floats = [u for u in candidates if u.is_float]
+    if boundary is None and not floats:
+        return False
+    u = ch.choice(floats[-3:] if ch.coin(0.7) else floats) if floats else None
+    if boundary is not None:
+        half = boundary.name
+    else:
+        to_half = ch.choice(["half()", "half()", "half()", "bfloat16()"])
+        half = u.name if u.dtype in (torch.float16, torch.bfloat16) else f"{u.name}.{to_half}"
+        k = ch.choice(_HALF_SCALARS)
+    p = ch.choice([f"({half} * {k})", f"({half}.abs() * {k})"])
+    positive = f"({half}.abs() * {k.lstrip('-')})"
+    source = u if boundary is None else boundary
+    indexed = ch.choice(candidates) if candidates else None
+    kinds = ["long", "compare", "round"] + (["index"] if source.rank else [])
+    if indexed is not None and indexed.rank and (boundary is not None or indexed.shape == source.shape):
+        kinds += ["gather", "scatter_add"]
+    kind = ch.choice(kinds)
+    if kind == "long":
+        lines = [f"{name} = {p}.{ch.choice(['long()', 'long()', 'int()'])}"]
+    elif kind == "compare":
+        test = ch.choice(["{p} < {p}.round()", "{p} > {p}.round()", "{p} == {p}.round()", "{p} != {p}.floor()",
+                          "{p} >= {p}.ceil()", "{p} <= 3"])
+        lines = [f"{name} = {test.format(p=p)}"]
+    elif kind == "round":
+        lines = [f"{name} = {ch.choice(['torch.floor', 'torch.ceil', 'torch.round', 'torch.trunc'])}({p})"]
+    elif kind == "gather" and boundary is None:
+        d = b.dim(indexed)
+        lines = [f"{name}_i = {positive}.long() % {max(1, indexed.shape[d])}",
+                 f"{name} = torch.gather({indexed.name}, {d}, {name}_i)"]
+    elif kind == "gather":  # a flat index into the variable: valid on grown inputs too
+        lines = [f"{name}_i = {positive}.long() % {indexed.value.numel()}",
+                 f"{name} = {indexed.name}.reshape(-1)[{name}_i]"]
+    elif kind == "scatter_add":
+        m = ch.integer(2, 7)
+        src = f"{indexed.name}.float().reshape(-1)"
+        if boundary is not None:
+            src = f"{src}[:{min(indexed.value.numel(), boundary.value.numel())}]"
+            positive = f"{positive}.reshape(-1)[:{min(indexed.value.numel(), boundary.value.numel())}]"
+        lines = [f"{name}_i = ({positive}.long() % {m}).reshape(-1)",
+                 f"{name} = torch.zeros({m}).scatter_add(0, {name}_i, {src})"]
+    else:
+        d = b.dim(source)
+        fn = ch.choice(["{p}.argmax({d})", "{p}.argmin({d})", "torch.sort({p}, dim={d}, stable=True)[1]",
+                        "torch.argsort({p}, dim={d}, stable=True)"])
+        lines = [f"{name} = {fn.format(p=p, d=d)}"]
+    read = set(b.read)
+    kept = b.try_statement(lines, name, kind != "scatter_add", "half_jump")
+    b.read = read  # the variables it reads stay outputs if they were
+    return kept
+
+
 def _input_shape(ch: Chooser, symbols: list[int]) -> list[int | None]:
     """Dimensions of one input as symbol indices (None: a dimension of size 1)."""
     rank = ch.choice([0, 1, 2, 2, 3, 3, 4])
     return [None if ch.coin(0.2) else ch.integer(0, len(symbols) - 1) for _ in range(rank)]
 
 
-def generate(ch: Chooser, min_ops: int = 3, max_ops: int = 8) -> Program:
-    """A random program of ``min_ops`` to ``max_ops`` statements, its inputs and its dynamic shapes."""
+def generate(ch: Chooser, min_ops: int = 3, max_ops: int = 8, half_jumps: float = 0.35) -> Program:
+    """A random program of ``min_ops`` to ``max_ops`` statements, its inputs and its dynamic shapes; with
+    probability ``half_jumps``, then a :func:`half_jump`."""
     symbols = ch.choice([[2, 3, 5], [3, 4, 6], [5, 6, 7], [2, 4, 7], [3, 5, 7]])
     n_inputs = ch.integer(1, 3)
     input_symbols = [_input_shape(ch, symbols) for _ in range(n_inputs)]
@@ -716,12 +820,33 @@ def generate(ch: Chooser, min_ops: int = 3, max_ops: int = 8) -> Program:
     # every variable no later statement reads is an output, so that no statement is dead code
     outs = [u for u in b.vars if u.name.startswith("v") and u.name not in b.read]
     outs = (outs or b.vars[-1:])[-6:]
+    # then, drawn from a chooser of its own (the programs of the seeds keep their statements), float16 arithmetic
+    # whose result jumps, of a variable or of an input more holding values next to the integer boundaries
+    late = ch.fork()
+    boundary: Var | None = None
+    jumps: set[str] = set()
+    if late.coin(half_jumps):
+        k = late.choice(_HALF_SCALARS)
+        if late.coin(0.5):
+            dtype = late.choice([torch.float16, torch.float16, torch.float16, torch.bfloat16])
+            value = boundary_values(k, late.integer(4, 24), dtype, late.integer(0, 10_000))
+            boundary = Var(f"x{n_inputs}", value, True, dtype)
+            b.vars.append(boundary)
+        if half_jump(b, late, b.new_name(), boundary, k if boundary is not None else None):
+            outs.append(b.vars[-1])
+            jumps.add(b.vars[-1].name)
+        elif boundary is not None:
+            b.vars.remove(boundary)
+            boundary = None
+    if boundary is not None:
+        names.append(boundary.name)
     dynamic = ch.coin(0.5)
     dynamic_shapes = None
     if dynamic:
         dynamic_shapes = tuple(
             {i: torch.export.Dim.AUTO for i, s in enumerate(dims) if s is not None} or None for dims in input_symbols
-        )
+        ) + ((None,) if boundary is not None else ())
+    more = (boundary.value,) if boundary is not None else ()  # static: the same on the grown inputs
     body = "\n".join(b.lines) + f"\nreturn {', '.join(o.name for o in outs)}{',' if len(outs) == 1 else ''}"
     init = "\n".join(b.init_lines) or "pass"
     source = (
@@ -732,13 +857,14 @@ def generate(ch: Chooser, min_ops: int = 3, max_ops: int = 8) -> Program:
     return Program(
         seed=getattr(ch, "seed", None),
         source=source,
-        inputs=inputs,
+        inputs=inputs + more,
         dynamic_shapes=dynamic_shapes,
-        grown=lambda deltas: make_inputs([s + deltas.get(i, 0) for i, s in enumerate(symbols)]),
+        grown=lambda deltas: make_inputs([s + deltas.get(i, 0) for i, s in enumerate(symbols)]) + more,
         symbols=symbols,
         input_symbols=input_symbols,
         ops=b.ops,
         out_low=[o.low for o in outs],
+        out_strict=[o.name in jumps for o in outs],
     )
 
 
@@ -855,7 +981,7 @@ def run_program(prog: Program) -> Outcome:
     except Exception as e:  # noqa: BLE001
         return Outcome("raw_exception", f"onnxruntime: {type(e).__name__}: {_last_frame(e)}", type(e).__name__)
     if diff:
-        return _mismatch_or_precision(model, prog.inputs, sess, names, expected, diff, prog.out_low)
+        return _mismatch_or_precision(model, prog.inputs, sess, names, expected, diff, prog.out_low, prog.out_strict)
     if prog.dynamic_shapes is None or prog.grown is None:
         return Outcome("match")
     deltas = _grow_deltas(prog, onx)
@@ -879,7 +1005,8 @@ def run_program(prog: Program) -> Outcome:
         if _export_agrees(model, prog, grown, sess, names):
             return Outcome("export_unsound", f"grown inputs {[tuple(t.shape) for t in grown]}: {diff}")
         return _mismatch_or_precision(
-            model, grown, sess, names, expected, f"grown inputs {[tuple(t.shape) for t in grown]}: {diff}", prog.out_low
+            model, grown, sess, names, expected, f"grown inputs {[tuple(t.shape) for t in grown]}: {diff}",
+            prog.out_low, prog.out_strict,
         )
     return Outcome("match")
 
@@ -901,6 +1028,7 @@ def _mismatch_or_precision(
     expected: list[torch.Tensor],
     diff: str,
     lows: Sequence[Any] = (),
+    strict: Sequence[bool] = (),
 ) -> Outcome:
     """``precision`` when onnxruntime's worst error against the same program run in float64 is no larger
     than eager's (within half a unit in the last place of the result's type) on every output where the
@@ -910,7 +1038,8 @@ def _mismatch_or_precision(
     the ``Cast`` pairs between consecutive such ops (its RemoveDuplicateCastTransformer holds float16 and
     float32 in one type group), so a chain keeps float32 where PyTorch rounds after each op. The graph
     rounds where PyTorch does; the runtime drops the roundings. Programs whose explicit casts make float64
-    meaningless stay ``mismatch`` (the check only ever reclassifies in onnxruntime's favour).
+    meaningless stay ``mismatch`` (the check only ever reclassifies in onnxruntime's favour), and so do the
+    ``strict`` outputs that differ (results of a jump on half-precision values, where float64 sides with float32).
     """
     try:
         reference = _eager(copy.deepcopy(model).double(), tuple(_float64(t) for t in inputs))
@@ -920,6 +1049,8 @@ def _mismatch_or_precision(
         return Outcome("mismatch", diff)
     lows = list(lows) if len(lows) == len(expected) else [None] * len(expected)
     if len(reference) != len(expected):
+        return Outcome("mismatch", diff)
+    if any(s and compare(e, g, low) is not None for s, e, g, low in zip(strict, expected, got, lows)):
         return Outcome("mismatch", diff)
     for e, g, r, low in zip(expected, got, reference, lows):
         if not e.is_floating_point() or r.shape != e.shape:

@@ -102,10 +102,12 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         "Random small programs of everyday ops (``_unittests/fuzz_programs.py``: elementwise with broadcasting",
         "and Python scalars, comparisons, reductions, softmax, matmul, views, cat/split, indexing, scatter, sort,",
         "casts, in-place ops, convolution, pooling, padding, normalization, activations) on random shapes and",
-        "dtypes (float32, float16, bfloat16, int64, bool, mixed), half of them with dynamic axes checked again on",
-        "grown inputs, exported with ``to_onnx`` and compared with eager PyTorch. ``_unittests/test_fuzz.py`` runs",
-        "400 of them (hypothesis, derandomized, about a minute) with the tests; this page is the summary of the",
-        "long run:",
+        "dtypes (float32, float16, bfloat16, int64, bool, mixed), a third ending with half-precision arithmetic",
+        "whose result jumps (``.long()``, a comparison, ``floor``, ``argmax``, the index of a ``gather`` or",
+        "``scatter_add``; half of these on an input of values next to the integer boundaries), half of them with",
+        "dynamic axes checked again on grown inputs, exported with ``to_onnx`` and compared with eager PyTorch.",
+        "``_unittests/test_fuzz.py`` runs 400 of them (hypothesis, derandomized, about a minute, fewer of them",
+        "ending with such arithmetic) with the tests; this page is the summary of the long run:",
         "",
         ".. code-block:: bash",
         "",
@@ -153,7 +155,9 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         "``1.5 / log(x * x + 1)``), it exceeds float16's tolerance: the run counts it as ``precision`` when",
         "onnxruntime is no farther than eager from the float64 result, and as a ``mismatch`` otherwise",
         "(``_unittests/test_fuzz.py`` checks both ways). Bit-exact float16 needs a runtime with float16 kernels",
-        "(CUDA) or a graph that computes in float32 explicitly.",
+        "(CUDA) or a graph that computes in float32 explicitly. Where a float16 result jumps (an integer cast, a",
+        "comparison, ``floor``/``ceil``/``round``, an index), the graph computes it in float32 explicitly and",
+        "rounds it, as PyTorch does: those outputs (``half_jump``) must match exactly, never ``precision``.",
         "",
     ]
     out += [
@@ -177,7 +181,9 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         "``Softmax``), a bfloat16 ``linear`` with bias rounded twice, and a ``Transpose`` followed by a",
         "``MatMul`` by a vector, which onnxruntime's fusion computes wrong (``cummax`` then ``matmul``), ``copy_``",
         "into an empty slice (onnxruntime's optimizer drops an ``Expand`` of 1 to 0 elements), ``floor_divide``",
-        "zeros of the wrong sign (PyTorch's ``copysign(0, a / b)``).",
+        "zeros of the wrong sign (PyTorch's ``copysign(0, a / b)``), an index computed from float16 arithmetic",
+        "(``(x.abs() * 7).long() % 6``: 4 in PyTorch, 3 in onnxruntime, which truncated the unrounded float32",
+        "product).",
         "",
     ]
     if unsupported:

@@ -44,9 +44,9 @@ PIPELINE: tuple[Rewrite, ...] = (
             why="converters may leave values nobody reads (a view overwritten by a mutation, an unused output); "
                 "first, so the rewrites after it see only what the model computes"),
     Rewrite("round_half_results", "translation", round_half_results,
-            why="float16 results read in float32 keep their float16 rounding as in PyTorch (onnxruntime's CPU "
-                "removes the Cast pair around an op it computes in float32); after remove_unused: a Cast nobody "
-                "reads would make it rewrite a node for nothing"),
+            why="float16 results read in float32, cast to integers, compared, rounded or made indices keep their "
+                "float16 rounding as in PyTorch (onnxruntime's CPU removes the Cast pair around an op it computes in "
+                "float32); after remove_unused: a reader nobody reads would make it rewrite nodes for nothing"),
     Rewrite("cast_before_transpose", "translation", cast_before_transpose,
             why="onnxruntime 1.31 crashed on Transpose(bfloat16) -> Cast(float) -> MatMul; after remove_unused: "
                 "the Transpose goes when the Cast was its last reader"),
