@@ -19,20 +19,12 @@ import numpy as np
 import onnx
 import pytest
 import torch
+from helpers import Fn
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
 from experimental.torch_interpreter.optimize import half_precision
 
 LEVELS = [False, True, "onnxruntime"]
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def half_values(dtype: torch.dtype, low: float, high: float) -> torch.Tensor:

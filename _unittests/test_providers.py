@@ -14,6 +14,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
+from helpers import Fn
 from test_cuda_edge_values import imitate_cuda
 
 from experimental.torch_interpreter import InferenceSession, ProviderError, ProviderWarning, to_onnx
@@ -21,15 +22,6 @@ from experimental.torch_interpreter.metadata import PROVIDERS, read
 from experimental.torch_interpreter.providers import QUIRKS, check_providers, needs_guard
 
 INF = math.inf
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def _cpu(onx, *inputs: torch.Tensor) -> list[np.ndarray]:

@@ -336,15 +336,30 @@ def _dims_and_sizes(rank: int, s: Sequence[int] | None, dim: Sequence[int] | Non
     return list(dim), list(s) if s is not None else [None] * len(dim)
 
 
-@register("complex::fft_fft.default", "complex::fft_ifft.default")
+def _inverse(ctx: NodeContext) -> bool:
+    """ifft* and ihfft* transform with exp(+i...), fft* and rfft* with exp(-i...)."""
+    return ctx.op_name.startswith(("fft_ifft", "fft_ihfft"))
+
+
+def _onesided(ctx: NodeContext) -> bool:
+    """rfft* and ihfft* of a real input keep the first half of the last axis."""
+    return ctx.op_name.startswith(("fft_rfft", "fft_ihfft"))
+
+
+@register(
+    "complex::fft_fft.default", "complex::fft_ifft.default", "complex::fft_rfft.default", "complex::fft_ihfft.default"
+)
 def complex_fft_fft(
     ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None
 ) -> ir.Value:
-    """fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor (fft_ifft alike), a real pair"""
-    return _c2c(ctx, self, [dim], [n], norm, ctx.op_name == "fft_ifft")
+    """fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor (fft_ifft, and the one-sided
+    fft_rfft and fft_ihfft of a real input, alike), a real pair"""
+    return _c2c(ctx, self, [dim], [n], norm, _inverse(ctx), _onesided(ctx))
 
 
-@register("complex::fft_fft2.default", "complex::fft_ifft2.default")
+@register(
+    "complex::fft_fft2.default", "complex::fft_ifft2.default", "complex::fft_rfft2.default", "complex::fft_ihfft2.default"
+)
 def complex_fft_fft2(
     ctx: NodeContext,
     self: ir.Value,
@@ -352,11 +367,15 @@ def complex_fft_fft2(
     dim: Sequence[int] = (-2, -1),
     norm: str | None = None,
 ) -> ir.Value:
-    """fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor (fft_ifft2 alike)"""
-    return _c2c(ctx, self, list(dim), list(s) if s is not None else [None] * len(dim), norm, ctx.op_name == "fft_ifft2")
+    """fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor (fft_ifft2, fft_rfft2,
+    fft_ihfft2 alike)"""
+    sizes = list(s) if s is not None else [None] * len(dim)
+    return _c2c(ctx, self, list(dim), sizes, norm, _inverse(ctx), _onesided(ctx))
 
 
-@register("complex::fft_fftn.default", "complex::fft_ifftn.default")
+@register(
+    "complex::fft_fftn.default", "complex::fft_ifftn.default", "complex::fft_rfftn.default", "complex::fft_ihfftn.default"
+)
 def complex_fft_fftn(
     ctx: NodeContext,
     self: ir.Value,
@@ -364,45 +383,10 @@ def complex_fft_fftn(
     dim: Sequence[int] | None = None,
     norm: str | None = None,
 ) -> ir.Value:
-    """fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor (fft_ifftn alike):
-    the complex result as a real pair ``[..., 2]``."""
+    """fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor (fft_ifftn, fft_rfftn,
+    fft_ihfftn alike): the complex result as a real pair ``[..., 2]``."""
     dims, sizes = _dims_and_sizes(ctx.arg_val(0).dim(), s, dim)
-    return _c2c(ctx, self, dims, sizes, norm, ctx.op_name == "fft_ifftn")
-
-
-@register("complex::fft_rfft.default", "complex::fft_ihfft.default")
-def complex_fft_rfft(
-    ctx: NodeContext, self: ir.Value, n: int | None = None, dim: int = -1, norm: str | None = None
-) -> ir.Value:
-    """fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor (fft_ihfft alike): the
-    ``n // 2 + 1`` first frequencies of a real input, a real pair"""
-    return _c2c(ctx, self, [dim], [n], norm, ctx.op_name == "fft_ihfft", onesided=True)
-
-
-@register("complex::fft_rfft2.default", "complex::fft_ihfft2.default")
-def complex_fft_rfft2(
-    ctx: NodeContext,
-    self: ir.Value,
-    s: Sequence[int] | None = None,
-    dim: Sequence[int] = (-2, -1),
-    norm: str | None = None,
-) -> ir.Value:
-    """fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor (fft_ihfft2 alike)"""
-    sizes = list(s) if s is not None else [None] * len(dim)
-    return _c2c(ctx, self, list(dim), sizes, norm, ctx.op_name == "fft_ihfft2", onesided=True)
-
-
-@register("complex::fft_rfftn.default", "complex::fft_ihfftn.default")
-def complex_fft_rfftn(
-    ctx: NodeContext,
-    self: ir.Value,
-    s: Sequence[int] | None = None,
-    dim: Sequence[int] | None = None,
-    norm: str | None = None,
-) -> ir.Value:
-    """fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor (fft_ihfftn alike)"""
-    dims, sizes = _dims_and_sizes(ctx.arg_val(0).dim(), s, dim)
-    return _c2c(ctx, self, dims, sizes, norm, ctx.op_name == "fft_ihfftn", onesided=True)
+    return _c2c(ctx, self, dims, sizes, norm, _inverse(ctx), _onesided(ctx))
 
 
 @register("aten::fft_fftfreq.default", "aten::fft_rfftfreq.default")
