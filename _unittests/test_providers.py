@@ -15,7 +15,7 @@ import onnxruntime as ort
 import pytest
 import torch
 from helpers import Fn
-from test_cuda_edge_values import imitate_cuda
+from test_cuda_edge_values import _float_outputs, imitate_cuda
 
 from experimental.torch_interpreter import InferenceSession, ProviderError, ProviderWarning, to_onnx
 from experimental.torch_interpreter.metadata import PROVIDERS, read
@@ -178,13 +178,7 @@ def _cuda_bfloat16_kernels_on_the_cpu(onx):
             for user, index in users:
                 user.replace_input_with(index, down.outputs[0])
             model.graph.outputs[:] = [down.outputs[0] if o is out else o for o in model.graph.outputs]
-    for i, out in enumerate(list(model.graph.outputs)):  # numpy has no bfloat16: the outputs read as float32
-        if out.dtype == bf16:
-            up = ir.node("Cast", [out], {"to": f32})
-            up.outputs[0].dtype, up.outputs[0].name, out.name = f32, out.name, f"{out.name}__bf16"
-            model.graph.append(up)
-            model.graph.outputs[i] = up.outputs[0]
-    return ir.to_proto(model), count
+    return _float_outputs(ir.to_proto(model)), count  # numpy has no bfloat16: the outputs read as float32
 
 
 @pytest.mark.parametrize("optimize", [True, "onnxruntime"])

@@ -79,23 +79,26 @@ class WithCache(torch.nn.Module):
         return self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values)
 
 
-def _cache_inputs(model: torch.nn.Module, seq: int, past: int, seed: int) -> dict:
-    """input_ids ``(BATCH, seq)``, attention_mask ``(BATCH, past + seq)``, a DynamicCache of ``past`` tokens."""
+def cache_inputs(
+    model: torch.nn.Module, seq: int, past: int, seed: int, batch: int = BATCH, dtype: torch.dtype = torch.float32
+) -> dict:
+    """input_ids ``(batch, seq)``, attention_mask ``(batch, past + seq)``, a DynamicCache of ``past`` tokens in
+    ``dtype``, for a :class:`WithCache` model."""
     cfg = model.model.config
     gen = torch.Generator().manual_seed(seed)
     heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    shape = (BATCH, heads, past, cfg.hidden_size // cfg.num_attention_heads)
+    shape = (batch, heads, past, cfg.hidden_size // cfg.num_attention_heads)
     cache = transformers.DynamicCache(config=cfg)
     for layer in range(cfg.num_hidden_layers):
-        cache.update(torch.randn(shape, generator=gen), torch.randn(shape, generator=gen), layer)
+        cache.update(torch.randn(shape, generator=gen).to(dtype), torch.randn(shape, generator=gen).to(dtype), layer)
     return {
-        "input_ids": torch.randint(0, VOCAB, (BATCH, seq), generator=gen),
-        "attention_mask": torch.ones(BATCH, past + seq, dtype=torch.int64),
+        "input_ids": torch.randint(0, cfg.vocab_size, (batch, seq), generator=gen),
+        "attention_mask": torch.ones(batch, past + seq, dtype=torch.int64),
         "past_key_values": cache,
     }
 
 
-def _cache_dynamic(model: torch.nn.Module) -> dict:
+def cache_dynamic(model: torch.nn.Module) -> dict:
     return {
         "input_ids": BATCH_SEQ,
         "attention_mask": {0: "batch", 1: "total"},
@@ -183,7 +186,7 @@ CACHE_MODELS: dict[str, Callable[[], torch.nn.Module]] = {
 VARIANTS = ("to_onnx", "to_onnx ort", "official", "official+ort")
 
 
-def _reason(e: BaseException) -> str:
+def reason(e: BaseException) -> str:
     """First line of the innermost cause, without terminal colors."""
     while e.__cause__ is not None:
         e = e.__cause__
@@ -209,7 +212,7 @@ def export_variants(
             warnings.simplefilter("ignore")
             program = torch.onnx.export(model, (), kwargs=inputs(), dynamic_shapes=dynamic, dynamo=True, verbose=False)
     except Exception as e:  # noqa: BLE001  (the official exporter's failure is a result, not a crash)
-        failed["official"] = failed["official+ort"] = "torch.onnx.export fails: " + _reason(e)
+        failed["official"] = failed["official+ort"] = "torch.onnx.export fails: " + reason(e)
         logger.warning("%s", failed["official"])
         return out
     seconds = time.perf_counter() - begin
@@ -252,7 +255,7 @@ def _sessions(name: str, variants: dict, failed: dict[str, str]) -> dict[str, or
         try:
             sessions[k] = ort.InferenceSession(v[0], options, providers=["CPUExecutionProvider"])
         except Exception as e:  # noqa: BLE001  (a variant onnxruntime refuses is reported, not fatal)
-            failed[k] = "onnxruntime refuses the model: " + _reason(e)
+            failed[k] = "onnxruntime refuses the model: " + reason(e)
             logger.warning("%s %s: %s", name, k, failed[k])
     return sessions
 
@@ -268,7 +271,7 @@ def _measure(
         try:
             got = sess.run(None, feeds[k])[0]
         except Exception as e:  # noqa: BLE001  (reported in the table)
-            failed[k] = "onnxruntime fails: " + _reason(e)
+            failed[k] = "onnxruntime fails: " + reason(e)
             logger.warning("%s %s: %s", label, k, failed[k])
             continue
         # padded query rows: the official exporter's attention returns NaN or another value where eager returns 0
@@ -313,10 +316,10 @@ def bench(name: str, repeat: int) -> list[dict[str, Any]]:
     model = CACHE_MODELS[name]().eval()
     failed = {}
     with bypass_export_some_errors(patch_transformers=True) as adapt:  # caches as pytree nodes, for both exporters
-        variants = export_variants(model, lambda: adapt(_cache_inputs(model, 8, 16, 0)), _cache_dynamic(model), failed)
+        variants = export_variants(model, lambda: adapt(cache_inputs(model, 8, 16, 0)), cache_dynamic(model), failed)
         sessions = _sessions(name, variants, failed)
         for case, past, seq in CACHE_CASES:
-            case_inputs = _cache_inputs(model, seq, past, 1)
+            case_inputs = cache_inputs(model, seq, past, 1)
             flat = [t.numpy() for t in _pytree.tree_flatten(adapt(case_inputs))[0]]
             with torch.no_grad():
                 expected = model(**adapt(case_inputs))[0].numpy()
@@ -561,7 +564,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             model_rows = bench(name, args.repeat)
         except Exception as e:  # noqa: BLE001  (one model failing is a row of the table, the others still run)
             logger.exception("%s fails", name)
-            model_rows = [_row(name, "no cache", {}, {}, {"to_onnx": "the benchmark fails: " + _reason(e)})]
+            model_rows = [_row(name, "no cache", {}, {}, {"to_onnx": "the benchmark fails: " + reason(e)})]
         for row in model_rows:
             logger.info(
                 "%s, %s: latency %s ms, nodes %s, export %s s",

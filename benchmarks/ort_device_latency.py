@@ -36,6 +36,7 @@ import torch
 import transformers
 from torch.utils import _pytree
 
+from bench_ort_latency import WithCache, cache_dynamic, cache_inputs, reason
 from experimental.torch_interpreter import InferenceSession, bypass_export_some_errors, to_onnx
 
 logger = logging.getLogger("bench_ort_latency")
@@ -122,48 +123,7 @@ def dynamic_shapes(feeds: dict[str, Any]) -> dict[str, Any]:
     return {k: {0: "batch", 1: "seq"} for k in feeds}
 
 
-class WithCache(torch.nn.Module):
-    """``model(input_ids, attention_mask, past_key_values)``, three named inputs both exporters can name."""
-
-    def __init__(self, model: torch.nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, past_key_values: Any) -> Any:
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values)
-
-
-def cache_inputs(model: WithCache, sizes: Sizes, batch: int, past: int, new: int, dtype: torch.dtype,
-                 seed: int = 1) -> dict[str, Any]:
-    cfg = model.model.config
-    gen = torch.Generator().manual_seed(seed)
-    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    shape = (batch, heads, past, cfg.hidden_size // cfg.num_attention_heads)
-    cache = transformers.DynamicCache(config=cfg)
-    for layer in range(cfg.num_hidden_layers):
-        cache.update(torch.randn(shape, generator=gen).to(dtype), torch.randn(shape, generator=gen).to(dtype), layer)
-    return {
-        "input_ids": torch.randint(0, sizes.vocab, (batch, new), generator=gen),
-        "attention_mask": torch.ones(batch, past + new, dtype=torch.int64),
-        "past_key_values": cache,
-    }
-
-
-def cache_dynamic(model: WithCache) -> dict[str, Any]:
-    return {
-        "input_ids": {0: "batch", 1: "seq"},
-        "attention_mask": {0: "batch", 1: "total"},
-        "past_key_values": [{0: "batch", 2: "past"}] * (2 * model.model.config.num_hidden_layers),
-    }
-
-
 # -- exports ------------------------------------------------------------------------------------------------------
-def _reason(e: BaseException) -> str:
-    while e.__cause__ is not None:
-        e = e.__cause__
-    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]
-
-
 def export_variants(model: torch.nn.Module, feeds: dict, dynamic: dict, device: str,
                     failed: dict[str, str]) -> dict[str, tuple[bytes, int]]:
     """(serialized model, node count) of each ONNX variant, exported on the CPU; failures go to ``failed``."""
@@ -174,13 +134,13 @@ def export_variants(model: torch.nn.Module, feeds: dict, dynamic: dict, device: 
         m = to_onnx(model, (), feeds, dynamic_shapes=dynamic, optimize="onnxruntime", as_ir=True, providers=device)
         out["to_onnx ort"] = (ir.to_proto(m).SerializeToString(), len(m.graph))
     except Exception as e:  # noqa: BLE001  (a result of the benchmark)
-        failed["to_onnx ort"] = "to_onnx fails: " + _reason(e)
+        failed["to_onnx ort"] = "to_onnx fails: " + reason(e)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             program = torch.onnx.export(model, (), kwargs=feeds, dynamic_shapes=dynamic, dynamo=True, verbose=False)
     except Exception as e:  # noqa: BLE001
-        failed["official"] = failed["official+ort"] = "torch.onnx.export fails: " + _reason(e)
+        failed["official"] = failed["official+ort"] = "torch.onnx.export fails: " + reason(e)
         return out
     out["official"] = (ir.to_proto(program.model).SerializeToString(), len(program.model.graph))
     fused, _ = ort_fusions.optimize_for_ort(ir.from_proto(ir.to_proto(program.model)))
@@ -203,7 +163,7 @@ def sessions(variants: dict[str, tuple[bytes, int]], device: str, failed: dict[s
                 warnings.simplefilter("ignore")  # a model for CUDA warns when it runs on the CPU (--device cpu)
                 out[k] = InferenceSession(content, providers=providers)
         except Exception as e:  # noqa: BLE001
-            failed[k] = "onnxruntime refuses the model: " + _reason(e)
+            failed[k] = "onnxruntime refuses the model: " + reason(e)
     return out
 
 
@@ -233,7 +193,7 @@ def measure(label: str, dtype: str, device: str, runners: dict[str, Any], flat: 
         try:
             got = sess.run_torch(None, feeds)[0]
         except Exception as e:  # noqa: BLE001
-            failed[k] = "onnxruntime fails: " + _reason(e)
+            failed[k] = "onnxruntime fails: " + reason(e)
             continue
         got = got.to(expected.device)
         errors[k] = relative_error(got[keep], expected[keep]) if keep is not None else relative_error(got, expected)
@@ -285,10 +245,10 @@ def bench_model(name: str, dtype: str, sizes: Sizes, device: str, repeat: int) -
     failed = {}
     batch = sizes.shapes[0][0]
     with bypass_export_some_errors(patch_transformers=True) as adapt:  # caches as pytree nodes, for both exporters
-        example = adapt(cache_inputs(cached, sizes, batch, sizes.past, 8, DTYPES[dtype], seed=0))
+        example = adapt(cache_inputs(cached, 8, sizes.past, 0, batch, DTYPES[dtype]))
         variants = export_variants(cached, example, cache_dynamic(cached), device, failed)
         runners = sessions(variants, device, failed)
-        step = _on(device, adapt(cache_inputs(cached, sizes, batch, sizes.past, 1, DTYPES[dtype])))
+        step = _on(device, adapt(cache_inputs(cached, 1, sizes.past, 1, batch, DTYPES[dtype])))
         flat = _pytree.tree_flatten(step)[0]
         cached = cached.to(device)
         latency, errors = measure(f"{name} {dtype} decode", dtype, device, runners, flat,
@@ -355,7 +315,7 @@ def main(args: Any) -> list[dict[str, Any]]:
                 rows += bench_model(name, dtype, sizes, args.device, args.repeat)
             except Exception as e:  # noqa: BLE001  (one model failing is a row, the others still run)
                 logger.exception("%s %s fails", name, dtype)
-                rows.append(_row(name, "all", dtype, {}, {}, {}, {"benchmark": _reason(e)}))
+                rows.append(_row(name, "all", dtype, {}, {}, {}, {"benchmark": reason(e)}))
             for r in rows[-3:]:
                 logger.info("%s %s %s: %s", r["model"], r["dtype"], r["case"],
                             {k: round(v, 3) for k, v in r["latency_ms"].items()})
