@@ -137,3 +137,8 @@ class ProviderWarning(TorchInterpreterWarning):
 class ArgumentError(TorchInterpreterError, TypeError):
     """A function of the package was given an argument it does not take in that form; the message says which
     function takes it."""
+
+
+class EagerFallbackWarning(TorchInterpreterWarning):
+    """The ``torch.compile`` backend runs a graph eagerly (PyTorch's kernels) instead of in onnxruntime: an op of
+    the graph has no converter or the translation failed; the message names the op and the model line."""

@@ -12,16 +12,12 @@ from ..context import NodeContext
 from ..dtypes import onnx_dtype
 from ..errors import ConversionError
 from ..python_op import custom_ops, encoding, table
-from ..python_op.attributes import DOMAIN, OP_TYPE, node_attributes
+from ..python_op.attributes import DOMAIN, GRAD_OP_TYPE, OP_TYPE, grad_node_attributes, node_attributes
 from ..registry import register, register_fallback
 
 
-@register("aten2onnx::python_op.default")
-def aten2onnx_python_op(ctx: NodeContext, key: str, inputs: list[ir.Value]) -> tuple[ir.Value, ...]:
-    """python_op(str key, Tensor[] inputs) -> Tensor[]: output 0 of the node is the context (INT64 [1]) kept for a
-    gradient builder, the function's outputs follow."""
-    call = table.get(key)
-    outs = list(ctx.val)
+def _python_op_node(ctx: NodeContext, call: table.Call, inputs: list[ir.Value], outs: list[torch.Tensor]) -> list[ir.Value]:
+    """The PythonOp node of ``call``: its context (INT64 [1]) then its outputs."""
     attrs = node_attributes(
         call,
         [v.dtype for v in inputs],
@@ -34,7 +30,42 @@ def aten2onnx_python_op(ctx: NodeContext, key: str, inputs: list[ir.Value]) -> t
     context.dtype = ir.DataType.INT64
     context.shape = ir.Shape([1])
     ctx.rename(context, f"{ctx.node.name}_ctx")
-    return tuple(results[1:])
+    return list(results)
+
+
+@register("aten2onnx::python_op.default")
+def aten2onnx_python_op(ctx: NodeContext, key: str, inputs: list[ir.Value]) -> tuple[ir.Value, ...]:
+    """python_op(str key, Tensor[] inputs) -> Tensor[]: output 0 of the node is the context (INT64 [1]) kept for a
+    gradient builder, the function's outputs follow."""
+    return tuple(_python_op_node(ctx, table.get(key), inputs, list(ctx.val))[1:])
+
+
+@register("aten2onnx::python_op_train.default")
+def aten2onnx_python_op_train(ctx: NodeContext, key: str, inputs: list[ir.Value]) -> tuple[ir.Value, ...]:
+    """python_op_train(str key, Tensor[] inputs) -> Tensor[]: the PythonOp node of a differentiated call
+    (``training_mode=1``); its output 0, the context, is the first output here, read by the backward graph's
+    PythonOpGrad."""
+    return tuple(_python_op_node(ctx, table.get(key), inputs, list(ctx.val)[1:]))
+
+
+@register("aten2onnx::python_op_grad.default")
+def aten2onnx_python_op_grad(
+    ctx: NodeContext, key: str, context: ir.Value, grads: list[ir.Value | None], sizes: list[Any]
+) -> tuple[ir.Value, ...]:
+    """python_op_grad(str key, Tensor context, Tensor?[] grads, SymInt[] sizes) -> Tensor[]: one PythonOpGrad
+    node (context, then the gradients of the forward's outputs; None for an output without gradient); its outputs
+    are the gradients of every tensor input of the forward, those that need none are left unread. ``sizes`` only
+    served PyTorch's shape propagation."""
+    call = table.get(key)
+    types = [int(g.dtype) if g is not None else 0 for g in grads]
+    ranks = [ctx.rank(g) if g is not None else 0 for g in grads]
+    inputs_types = [int(onnx_dtype(t)) for t in call.tensor_dtypes]
+    attrs = grad_node_attributes(call, types, ranks, inputs_types)
+    results = ctx.op(
+        GRAD_OP_TYPE, context, *grads, domain=DOMAIN, num_outputs=len(call.tensor_dtypes), **{a.name: a for a in attrs}
+    )
+    results = [results] if isinstance(results, ir.Value) else list(results)
+    return tuple(r for r, wanted in zip(results, call.tensor_requires_grads()) if wanted)
 
 
 @register_fallback(custom_ops.PYTHON_OP)

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 DOMAIN = "com.microsoft"
 OP_TYPE = "PythonOp"
+#: the node running a PythonOp's backward (ONNX Runtime's training schema)
+GRAD_OP_TYPE = "PythonOpGrad"
 _INT64 = (-(2**63), 2**63 - 1)
 _KINDS = ("bool", "int", "float")
 
@@ -157,3 +159,31 @@ def decode_constants(attrs: Mapping[str, Any], pointer: Any) -> dict[int, Any]:
 def _check_lengths(what: str, a: Sequence, b: Sequence) -> None:
     if len(a) != len(b):
         raise ValueError(f"PythonOp: the {what} and their positions have different lengths ({len(a)} != {len(b)})")
+
+
+def grad_node_attributes(
+    call: Call | Any,
+    grad_types: Sequence[int],
+    grad_ranks: Sequence[int],
+    input_types: Sequence[int],
+) -> list[ir.Attr]:
+    """The attributes of the ``PythonOpGrad`` node of a differentiated ``call`` (a :class:`.table.Call` with
+    ``tensor_dtypes`` and ``tensor_ranks``): its inputs are the context (input 0) and the gradients of the
+    forward's outputs (``grad_types``, ``grad_ranks``), its outputs the gradients of the forward's tensor inputs
+    (of types ``input_types``, ranks ``call.tensor_ranks``), in order, those whose ``output_tensor_requires_grads``
+    is 0 left unread.
+
+    As ONNX Runtime's gradient builder writes it: ``output_convention`` is the forward's ``input_convention``,
+    the ``input_tensor_*`` describe the incoming gradients, the ``output_tensor_*`` the gradients returned."""
+    wanted = call.tensor_requires_grads()
+    return [
+        ir.AttrString("func_name", call.name),
+        ir.AttrString("output_convention", call.convention),
+        ir.AttrInt64s("input_tensor_types", [int(t) for t in grad_types]),
+        ir.AttrInt64s("input_tensor_ranks", list(grad_ranks)),
+        ir.AttrInt64s("output_tensor_types", [int(t) for t in input_types]),
+        ir.AttrInt64s("output_tensor_ranks", list(call.tensor_ranks)),
+        ir.AttrInt64s("output_tensor_requires_grads", list(wanted)),
+        ir.AttrInt64("safe_run_mode", 1),
+        ir.AttrString("comment", ""),
+    ]

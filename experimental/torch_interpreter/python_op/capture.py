@@ -23,6 +23,8 @@ from torch.utils._pytree import tree_leaves
 from ..errors import ConversionError
 from ..torch_versions import FUNCTION_APPLY, dynamo_allowed_callable_ids, original_apply, uses_setup_context
 from . import table
+from .fake import RULE_ATTRIBUTE, fake_outputs
+from .training import python_op_train
 
 #: the modes a Function class can be exported with
 PYTHON_OP = "python_op"
@@ -30,7 +32,6 @@ INLINE = "inline"
 MODES = (PYTHON_OP, INLINE)
 #: class attributes a Function may define to choose its mode and give its output rule
 MODE_ATTRIBUTE = "onnx_export"
-RULE_ATTRIBUTE = "onnx_output_rule"
 
 _LOCAL = threading.local()
 _PATCH_LOCK = threading.Lock()
@@ -53,61 +54,7 @@ def python_op(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
 
 @python_op.register_fake
 def _python_op_fake(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    call = table.get(key)
-    args = call.bind(inputs)
-    if call.rule is not None:
-        try:
-            result = call.rule(*args)
-        except Exception as e:
-            raise ConversionError(
-                f"the output rule of {call.name} failed on fake tensors: {type(e).__name__}: {e}"
-            ) from e
-    else:
-        result = run_forward_on_fake(call.cls, args)
-    return [torch.empty_like(o) for o in call.outputs(result)]
-
-
-class _FakeCtx:
-    """What ``forward`` receives as ``ctx`` while it runs on fake tensors: a namespace whose autograd methods
-    do nothing."""
-
-    def __init__(self, needs_input_grad: tuple[bool, ...]):
-        self.needs_input_grad = needs_input_grad
-        self.saved_tensors: tuple = ()
-        self.materialize_grads = True
-
-    def save_for_backward(self, *tensors: Any) -> None:
-        self.saved_tensors = tensors
-
-    def save_for_forward(self, *tensors: Any) -> None:
-        pass
-
-    def mark_dirty(self, *args: Any) -> None:
-        pass
-
-    def mark_non_differentiable(self, *args: Any) -> None:
-        pass
-
-    def set_materialize_grads(self, value: bool) -> None:
-        self.materialize_grads = value
-
-
-def run_forward_on_fake(cls: type, args: list[Any]) -> Any:
-    """Runs ``cls.forward`` on fake tensors to learn its outputs, or says how to give them."""
-    try:
-        if uses_setup_context(cls):
-            return cls.forward(*args)
-        needs = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-        return cls.forward(_FakeCtx(needs), *args)
-    except Exception as e:
-        name = table.func_name(cls)
-        raise ConversionError(
-            f"the forward of {name} cannot run on fake tensors ({type(e).__name__}: {str(e).strip()[:300]}), so "
-            "the shapes and dtypes of its outputs are unknown. Give an output rule: a function taking forward's "
-            "arguments (without ctx) and returning empty tensors shaped like the outputs, e.g. "
-            f"to_onnx(..., autograd_functions={{{cls.__name__}: lambda x, *args: torch.empty_like(x)}}) or the "
-            f"class attribute {cls.__name__}.{RULE_ATTRIBUTE} = staticmethod(...)"
-        ) from e
+    return fake_outputs(table.get(key), inputs)
 
 
 # -- policy -------------------------------------------------------------------------------------------------
@@ -120,7 +67,7 @@ class Resolver:
     torch and ``inline`` for torch's own.
     """
 
-    def __init__(self, policy: Policy = None, training: bool = False):
+    def __init__(self, policy: Policy = None, training: bool = False, differentiable: bool = False):
         self.default: str | None = None
         self.entries: dict[Any, Any] = {}
         if isinstance(policy, str):
@@ -141,6 +88,9 @@ class Resolver:
                 f"not {type(policy).__name__}"
             )
         self.training = int(bool(training))
+        #: a call that needs gradients becomes ``python_op_train`` (its backward ``python_op_grad``): the
+        #: torch.compile backend, where AOTAutograd differentiates the graph
+        self.differentiable = bool(differentiable)
 
     def resolve(self, cls: type) -> tuple[str, Callable[..., Any] | None]:
         rule = getattr(cls, RULE_ATTRIBUTE, None)
@@ -220,8 +170,12 @@ def _captured_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
             convention += "c"
             constants.append(value)
             grads.append(0)
-    key = table.register(cls, constants, convention, grads, rule, resolver.training)
-    outs = torch.ops.aten2onnx.python_op(key, tensors)
+    if resolver.differentiable and torch.is_grad_enabled() and any(grads):
+        key = table.register(cls, constants, convention, grads, rule, 1, tensors)
+        outs = python_op_train(key, tensors)[1:]
+    else:
+        key = table.register(cls, constants, convention, grads, rule, resolver.training)
+        outs = torch.ops.aten2onnx.python_op(key, tensors)
     return table.get(key).structure(outs)
 
 
@@ -239,7 +193,7 @@ def _subclasses(cls: type) -> Iterator[type]:
 
 @contextlib.contextmanager
 def capture_autograd_functions(
-    policy: Policy = None, training: bool = False, strict: bool = False
+    policy: Policy = None, training: bool = False, strict: bool = False, differentiable: bool = False
 ) -> Iterator[Resolver]:
     """Inside the block, ``Function.apply`` of the classes ``policy`` keeps becomes one ``aten2onnx::python_op``
     call, which :func:`to_onnx` translates into a ``com.microsoft::PythonOp`` node.
@@ -249,10 +203,11 @@ def capture_autograd_functions(
     The kept classes defined before the block are marked for dynamo (``allow_in_graph``) whatever ``strict``
     says, so that a strict capture run inside the block (``strict=True``, or a retry in strict mode after a
     non-strict failure) exports them as PythonOp too instead of tracing their forward; ``strict`` is kept
-    for compatibility.
+    for compatibility. ``differentiable`` (the torch.compile backend): a call that needs gradients becomes
+    ``python_op_train`` and its backward ``python_op_grad`` (:mod:`.training`).
     """
     global _PATCH_COUNT
-    resolver = Resolver(policy, training)
+    resolver = Resolver(policy, training, differentiable)
     del strict  # kept classes are marked in any case: a strict retry may run inside the block
     allowed = dynamo_allowed_callable_ids()
     added: list[int] = []

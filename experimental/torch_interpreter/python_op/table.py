@@ -57,6 +57,22 @@ class Call:
     training_mode: int
     #: "tensor" when ``apply`` returns one tensor, "tuple" or "list" otherwise (set by the first run)
     output_kind: str | None = field(default=None)
+    #: dtypes and ranks of the tensor arguments, for a call that is differentiated (``python_op/training``)
+    tensor_dtypes: tuple[torch.dtype, ...] = ()
+    tensor_ranks: tuple[int, ...] = ()
+
+    def tensor_requires_grads(self) -> list[int]:
+        """``requires_grads`` of the tensor arguments only."""
+        return [r for c, r in zip(self.convention, self.requires_grads) if c == "d"]
+
+    def split_sizes(self, sizes: Sequence[Any]) -> list[list[Any]]:
+        """The shapes of the tensor arguments that get a gradient, from their sizes concatenated."""
+        shapes, start = [], 0
+        for rank, r in zip(self.tensor_ranks, self.tensor_requires_grads()):
+            if r:
+                shapes.append(list(sizes[start : start + rank]))
+                start += rank
+        return shapes
 
     def bind(self, tensors: Sequence[torch.Tensor]) -> list[Any]:
         """The arguments of ``forward`` (after ``ctx``) with ``tensors`` in the ``d`` positions."""
@@ -104,8 +120,12 @@ def register(
     requires_grads: Sequence[int],
     rule: Callable[..., Any] | None,
     training_mode: int,
+    tensors: Sequence[torch.Tensor] = (),
 ) -> str:
-    """Stores one call and returns its key; the same call (class, constants, layout, rule) gets the same key."""
+    """Stores one call and returns its key; the same call (class, constants, layout, rule; and for a call
+    that is differentiated, the dtypes and ranks of its ``tensors``) gets the same key."""
+    dtypes = tuple(t.dtype for t in tensors)
+    ranks = tuple(t.dim() for t in tensors)
     signature = (
         id(cls),
         convention,
@@ -113,6 +133,8 @@ def register(
         tuple(requires_grads),
         id(rule),
         training_mode,
+        dtypes,
+        ranks,
     )
     with _LOCK:
         key = _SIGNATURES.get(signature)
@@ -120,7 +142,10 @@ def register(
             return key
         name = func_name(cls)
         key = f"{name}#{next(_COUNTER)}"
-        _CALLS[key] = Call(cls, name, convention, tuple(arguments), tuple(requires_grads), rule, training_mode)
+        _CALLS[key] = Call(
+            cls, name, convention, tuple(arguments), tuple(requires_grads), rule, training_mode,
+            tensor_dtypes=dtypes, tensor_ranks=ranks,
+        )
         _SIGNATURES[signature] = key
         _FUNCTIONS[name] = cls
         for c, a in zip(convention, arguments):

@@ -33,6 +33,8 @@ EXPECTED = {
     "comment": _A.STRING,
     "output_tensor_types": _A.INTS,
     "output_tensor_ranks": _A.INTS,
+    "training_mode": _A.INT,
+    "input_requires_grads": _A.INTS,
     "input_pointer_scalars": _A.INTS,
     "input_pointer_scalar_positions": _A.INTS,
     **{f"input_{k}_scalars": _A.FLOATS if k == "float" else _A.INTS for k in ("bool", "int", "float")},
@@ -41,18 +43,27 @@ EXPECTED = {
     **{f"input_{k}_tuple_begins": _A.INTS for k in ("bool", "int", "float")},
 }
 _TENSOR_TYPES = {int(t) for t in ir.DataType if t != ir.DataType.UNDEFINED}
+#: the attributes of a PythonOpGrad node the runtime reads
+GRAD_EXPECTED = {
+    "func_name": _A.STRING,
+    "output_convention": _A.STRING,
+    "output_tensor_requires_grads": _A.INTS,
+    "output_tensor_types": _A.INTS,
+}
 
 
 def _where(node: onnx.NodeProto) -> str:
     return f"PythonOp node {node.name!r}"
 
 
-def _value(node: onnx.NodeProto, attr: onnx.AttributeProto) -> Any:
-    if attr.type != EXPECTED[attr.name]:
+def _value(node: onnx.NodeProto, attr: onnx.AttributeProto, expected: dict[str, int] = EXPECTED) -> Any:
+    if attr.type != expected[attr.name]:
         raise MalformedModelError(
             f"{_where(node)}: attribute {attr.name!r} is a {_A.AttributeType.Name(attr.type)}, the schema says "
-            f"{_A.AttributeType.Name(EXPECTED[attr.name])}"
+            f"{_A.AttributeType.Name(expected[attr.name])}"
         )
+    if attr.type == _A.INT:
+        return int(attr.i)
     if attr.type != _A.STRING:
         return list(onnx.helper.get_attribute_value(attr))
     limit = MAX_NAME if attr.name == "func_name" else MAX_COMMENT
@@ -123,4 +134,32 @@ def node_attributes(node: onnx.NodeProto) -> dict[str, Any]:
     _check_convention(node, attrs["input_convention"])
     _check_outputs(node, attrs)
     _check_comment(node, attrs.get("comment", ""))
+    return attrs
+
+
+def grad_node_attributes(node: onnx.NodeProto) -> dict[str, Any]:
+    """The attributes of a PythonOpGrad node the runtime reads, checked: input 0 is the context, one output per
+    tensor input of the forward (``output_convention``), ``output_tensor_requires_grads`` one entry per output.
+
+    >>> node = onnx.helper.make_node("PythonOpGrad", ["ctx", "dy"], ["dx"], domain="com.microsoft", func_name="m.F",
+    ...                              output_convention="dc", output_tensor_requires_grads=[1])
+    >>> grad_node_attributes(node)["output_tensor_requires_grads"]
+    [1]
+    """
+    attrs = {a.name: _value(node, a, GRAD_EXPECTED) for a in node.attribute if a.name in GRAD_EXPECTED}
+    for name in ("func_name", "output_convention"):
+        if name not in attrs:
+            raise MalformedModelError(f"{_where(node)}: the attribute {name!r} is missing")
+    convention = attrs["output_convention"]
+    if set(convention) - {"c", "d"} or convention.count("d") != len(node.output):
+        raise MalformedModelError(
+            f"{_where(node)}: output_convention {convention[:80]!r} does not describe its {len(node.output)} output(s)"
+        )
+    if not node.input or not node.input[0]:
+        raise MalformedModelError(f"{_where(node)}: input 0 (the context) is missing")
+    for name in ("output_tensor_requires_grads", "output_tensor_types"):
+        if name in attrs and len(attrs[name]) != len(node.output):
+            raise MalformedModelError(
+                f"{_where(node)}: {name} has {len(attrs[name])} entries for {len(node.output)} output(s)"
+            )
     return attrs

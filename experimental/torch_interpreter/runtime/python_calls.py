@@ -22,11 +22,11 @@ from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
 from ..errors import MalformedModelError, MissingFunctionError, UntrustedCodeError
-from ..python_op import table
-from ..python_op.attributes import DOMAIN, decode_constants
+from ..python_op import contexts, table
+from ..python_op.attributes import DOMAIN, GRAD_OP_TYPE, decode_constants
 from ..python_op.encoding import PREFIX
 from .custom_op_calls import call_arguments, node_constants, resolve_op
-from .node_checks import node_attributes
+from .node_checks import grad_node_attributes, node_attributes
 from .python_op_nodes import node_inputs, python_op_nodes
 from .trust import TrustPolicy, import_module, option_hint
 
@@ -43,6 +43,8 @@ class PythonCall:
     cls: type | None = None
     op: torch._ops.OpOverload | None = None
     lists: dict[int, int] = field(default_factory=dict)
+    #: ``training_mode=1``: a Function run with autograd recording, its context kept for the PythonOpGrad node
+    requires_grads: list[int] | None = None
 
     def arguments(self, tensors: Sequence[torch.Tensor]) -> list[Any]:
         """The arguments of the Function's ``apply``: ``tensors`` in the ``d`` positions, constants elsewhere."""
@@ -54,6 +56,36 @@ class PythonCall:
             args, kwargs = call_arguments(self.op, self.convention, self.constants, tensors, self.lists)
             return self.op(*args, **kwargs)
         return self.cls.apply(*self.arguments(tensors))  # type: ignore[union-attr]
+
+    def run(self, tensors: Sequence[torch.Tensor], device: torch.device) -> tuple[torch.Tensor, list[Any]]:
+        """The node's outputs: the context (a handle for the backward when the node trains, else zeros), then
+        the function's outputs."""
+        if self.requires_grads is not None and self.cls is not None:
+            tensor_grads = [r for c, r in zip(self.convention, self.requires_grads) if c == "d"]
+            outputs = lambda result: [result] if isinstance(result, torch.Tensor) else list(result)  # noqa: E731
+            handle, outs = contexts.run_forward(self.label, self.cls.apply, self.arguments, tensors, tensor_grads, outputs)
+            return handle.to(device), outs
+        with torch.no_grad():
+            result = self(tensors)
+        outs = [result] if isinstance(result, torch.Tensor) else list(result)
+        return torch.zeros(1, dtype=torch.int64, device=device), outs
+
+
+@dataclass
+class GradCall:
+    """One ``com.microsoft::PythonOpGrad`` node: the backward of the context its input 0 holds, run once
+    (:mod:`experimental.torch_interpreter.python_op.contexts`); nothing is imported or resolved, the context was
+    made in this process by the forward's PythonOp node."""
+
+    node: onnx.NodeProto
+    label: str
+    output_types: list[int]
+
+    def run(self, tensors: Sequence[torch.Tensor | None], device: torch.device) -> tuple[None, list[Any]]:
+        """The gradients of the forward's tensor inputs (None where none), from the context and the incoming
+        gradients ``tensors``."""
+        context, grads = tensors[0], list(tensors[1:])
+        return None, contexts.run_backward(context, grads)
 
 
 def function_class(name: str, policy: TrustPolicy, where: str) -> type:
@@ -80,7 +112,7 @@ def function_class(name: str, policy: TrustPolicy, where: str) -> type:
     return table.resolve_function(name, lambda module: import_module(module, policy, where))
 
 
-def python_call(node: onnx.NodeProto, policy: TrustPolicy | None = None) -> PythonCall:
+def python_call(node: onnx.NodeProto, policy: TrustPolicy | None = None) -> PythonCall | GradCall:
     """What a PythonOp node calls: a custom op (``func_name`` ``torch.ops.<ns>.<op>.<overload>``, registered in
     this process) or a ``torch.autograd.Function`` (found by its qualified name), constants rebuilt; the node's
     attributes are checked first and nothing is imported unless ``policy`` (default: nothing) allows it.
@@ -98,6 +130,9 @@ def python_call(node: onnx.NodeProto, policy: TrustPolicy | None = None) -> Pyth
     """
     policy = policy or TrustPolicy()
     where = f"PythonOp node {node.name!r}"
+    if node.op_type == GRAD_OP_TYPE:
+        attrs = grad_node_attributes(node)
+        return GradCall(node, attrs["func_name"], list(attrs.get("output_tensor_types", [])))
     attrs = node_attributes(node)
     name, convention = attrs["func_name"], attrs["input_convention"]
     types = list(attrs.get("output_tensor_types", []))
@@ -106,7 +141,11 @@ def python_call(node: onnx.NodeProto, policy: TrustPolicy | None = None) -> Pyth
         constants, lists = node_constants(attrs, op, where)
         return PythonCall(node, name, convention, constants, types, op=op, lists=lists)
     cls = function_class(name, policy, where)
-    return PythonCall(node, name, convention, _function_constants(attrs, name, where), types, cls=cls)
+    trains = attrs.get("training_mode", 0) == 1
+    return PythonCall(
+        node, name, convention, _function_constants(attrs, name, where), types, cls=cls,
+        requires_grads=list(attrs.get("input_requires_grads", [])) if trains else None,
+    )
 
 
 def _function_constants(attrs: dict[str, Any], name: str, where: str) -> dict[int, Any]:

@@ -13,17 +13,17 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
-from ..python_op.attributes import DOMAIN, OP_TYPE
+from ..python_op.attributes import DOMAIN, GRAD_OP_TYPE, OP_TYPE
 from .model_loading import load
 
 
 def is_python_op(node: onnx.NodeProto) -> bool:
-    """Whether ``node`` is a ``com.microsoft::PythonOp`` node.
+    """Whether ``node`` is a ``com.microsoft::PythonOp`` node or the ``PythonOpGrad`` node of its backward.
 
     >>> is_python_op(onnx.helper.make_node("PythonOp", [], [], domain="com.microsoft"))
     True
     """
-    return node.op_type == OP_TYPE and node.domain == DOMAIN
+    return node.op_type in (OP_TYPE, GRAD_OP_TYPE) and node.domain == DOMAIN
 
 
 def subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
@@ -66,7 +66,8 @@ def has_python_ops(model: Any) -> bool:
     """
     if isinstance(model, ir.Model):
         return any(
-            n.op_type == OP_TYPE and n.domain == DOMAIN for n in ir.traversal.RecursiveGraphIterator(model.graph)
+            n.op_type in (OP_TYPE, GRAD_OP_TYPE) and n.domain == DOMAIN
+            for n in ir.traversal.RecursiveGraphIterator(model.graph)
         )
     if isinstance(model, onnx.ModelProto):
         return graph_has_python_op(model.graph)

@@ -25,7 +25,7 @@ from .feeds import FeedChecks
 from .guards import SizeChecks
 from .model_loading import Model, load
 from .ort_values import CUDA, as_numpy, as_ortvalue, default_providers, to_torch
-from .python_calls import ControlFlowCall, PythonCall, check_python_ops, python_call
+from .python_calls import ControlFlowCall, GradCall, PythonCall, check_python_ops, python_call
 from .python_op_nodes import is_python_op, node_inputs
 from .segments import NodeArg, Segment, evaluate_constant, node_arg, plan, segment_model, value_infos
 from .session import OrtSession
@@ -89,7 +89,7 @@ class PythonOpSession:
         types = value_infos(proto)
 
         steps, free = plan(graph)
-        self._steps: list[Segment | PythonCall | ControlFlowCall] = []
+        self._steps: list[Segment | PythonCall | GradCall | ControlFlowCall] = []
         producers = {}  # name -> step index
         consumers: dict[str, list[int]] = {}
         for i, step in enumerate(steps):
@@ -137,9 +137,12 @@ class PythonOpSession:
                 for name in node_inputs(node):
                     if name in initializers and name not in self._constants:
                         self._constants[name] = torch.from_numpy(onnx.numpy_helper.to_array(initializers[name]).copy())
-                self._steps.append(
-                    python_call(node, policy) if is_python_op(node) else ControlFlowCall.create(node, proto, policy)
-                )
+                call = python_call(node, policy) if is_python_op(node) else ControlFlowCall.create(node, proto, policy)
+                if isinstance(call, PythonCall) and not (
+                    node.output[0] in graph_outputs or consumers.get(node.output[0])
+                ):
+                    call.requires_grads = None  # nobody reads the context: no backward will come, keep none
+                self._steps.append(call)
         if chosen is None:  # no ONNX segment: the PythonOp nodes decide alone
             chosen = default_providers()
         self._providers = list(chosen)
@@ -228,23 +231,26 @@ class PythonOpSession:
     def _value(self, name: str, env: Mapping[str, Any]) -> torch.Tensor:
         return to_torch(env[name], self._device)
 
-    def _call(self, step: PythonCall, env: dict[str, Any]) -> None:
+    def _call(self, step: PythonCall | GradCall, env: dict[str, Any]) -> None:
         node = step.node
-        tensors = [self._value(n, env) for n in node.input]
-        with torch.no_grad():
-            result = step(tensors)
-        outs = [result] if isinstance(result, torch.Tensor) else list(result)
-        if len(outs) != len(node.output) - 1 or not all(isinstance(o, torch.Tensor) for o in outs):
+        tensors = [self._value(n, env) if n else None for n in node.input]
+        context, outs = step.run(tensors, self._device)
+        first = 1 if isinstance(step, PythonCall) else 0
+        if len(outs) != len(node.output) - first:
             raise RuntimeError(
-                f"PythonOp {node.name!r}: {step.label} returned {len(outs)} value(s), "
-                f"the node has {len(node.output) - 1} output(s)"
+                f"{node.op_type} {node.name!r}: {step.label} returned {len(outs)} value(s), "
+                f"the node has {len(node.output) - first} output(s)"
             )
         for i, (out, expected) in enumerate(zip(outs, step.output_types)):
+            if out is None and isinstance(step, GradCall):
+                continue
+            if not isinstance(out, torch.Tensor):
+                raise RuntimeError(f"{node.op_type} {node.name!r}: output {i} of {step.label} is not a tensor")
             if int(onnx_dtype(out.dtype)) != expected:
                 raise RuntimeError(
-                    f"PythonOp {node.name!r}: output {i} of {step.label} is {out.dtype}, the "
+                    f"{node.op_type} {node.name!r}: output {i} of {step.label} is {out.dtype}, the "
                     f"model says {ir.DataType(expected).name}"
                 )
-        if node.output[0]:
-            env[node.output[0]] = torch.zeros(1, dtype=torch.int64, device=self._device)
-        env.update((name, out) for name, out in zip(node.output[1:], outs) if name)
+        if first and node.output[0]:
+            env[node.output[0]] = context
+        env.update((name, out) for name, out in zip(node.output[first:], outs) if name and out is not None)

@@ -1,0 +1,124 @@
+"""The contexts of ``torch.autograd.Function`` calls run for training: a PythonOp node with ``training_mode=1``
+runs ``apply`` with autograd recording and keeps what its ``backward`` needs (the ``ctx`` with its saved tensors and
+attributes, the differentiable inputs and outputs) under a *handle*, an int64 tensor of shape ``[1]`` that is the
+node's output 0; the matching ``PythonOpGrad`` node receives the handle as its input 0 and calls ``backward`` once,
+which frees the context.
+
+A context whose handle is dropped before any backward (a forward run for evaluation, an exception between the two)
+is freed with the handle tensor. Both the eager implementation of the training custom ops (``python_op/training``)
+and the runtime (``runtime/python_calls``) go through here, so a graph runs the same way in eager mode and in
+onnxruntime.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..errors import RuntimeFeedError
+
+_LOCK = threading.Lock()
+_LIVE: dict[int, Record] = {}
+_HANDLES = itertools.count(1)
+
+
+@dataclass
+class Record:
+    """What one forward call left for its backward."""
+
+    name: str
+    inputs: list[torch.Tensor | None]  # the tensor arguments, None for those that need no gradient
+    outputs: list[torch.Tensor]
+
+
+def live() -> int:
+    """How many contexts wait for their backward in this process.
+
+    >>> live() >= 0
+    True
+    """
+    return len(_LIVE)
+
+
+def _free(handle: int) -> None:
+    with _LOCK:
+        _LIVE.pop(handle, None)
+
+
+def run_forward(
+    name: str,
+    apply: Callable[..., Any],
+    arguments: Callable[[Sequence[torch.Tensor]], list[Any]],
+    tensors: Sequence[torch.Tensor],
+    requires_grads: Sequence[int],
+    outputs: Callable[[Any], list[torch.Tensor]],
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Runs ``apply(*arguments(leaves))`` with autograd recording, where ``leaves`` are ``tensors`` detached
+    (those whose ``requires_grads`` entry is 1 require a gradient); returns the handle of the kept context and
+    the outputs (detached, ``outputs(result)`` lists them).
+
+    >>> class Square(torch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 2 * x * g
+    >>> handle, (y,) = run_forward("Square", Square.apply, list, [torch.tensor([3.0])], [1], lambda r: [r])
+    >>> y, run_backward(handle, [torch.tensor([1.0])])
+    (tensor([9.]), [tensor([6.])])
+    """
+    leaves = [t.detach().requires_grad_(bool(r) and t.is_floating_point()) for t, r in zip(tensors, requires_grads)]
+    with torch.enable_grad():
+        result = apply(*arguments(leaves))
+    outs = outputs(result)
+    handle = next(_HANDLES)
+    record = Record(name, [t if t.requires_grad else None for t in leaves], list(outs))
+    with _LOCK:
+        _LIVE[handle] = record
+    tensor = torch.tensor([handle], dtype=torch.int64, device=outs[0].device if outs else "cpu")
+    weakref.finalize(tensor, _free, handle)
+    # an output returned as is (an input) or a view of one would share memory with a graph value
+    storages = {t.untyped_storage().data_ptr() for t in tensors}
+    detached = [o.detach() for o in outs]
+    return tensor, [o.clone() if o.untyped_storage().data_ptr() in storages else o for o in detached]
+
+
+def run_backward(handle: torch.Tensor | int, grads: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
+    """Calls the ``backward`` of the context ``handle`` once with ``grads`` (one per output, None for an output
+    without gradient) and frees it; returns one gradient per tensor argument of the forward (None where none).
+
+    >>> run_backward(10**12, [])
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.RuntimeFeedError: PythonOpGrad: no forward context has the handle 1000000000000 in this process (each forward's context serves one backward)
+    """
+    key = int(handle.reshape(-1)[0]) if isinstance(handle, torch.Tensor) else int(handle)
+    with _LOCK:
+        record = _LIVE.pop(key, None)
+    if record is None:
+        raise RuntimeFeedError(
+            f"PythonOpGrad: no forward context has the handle {key} in this process (each forward's context "
+            "serves one backward)"
+        )
+    if len(grads) != len(record.outputs):
+        raise RuntimeFeedError(
+            f"PythonOpGrad {record.name}: {len(grads)} incoming gradient(s) for {len(record.outputs)} output(s)"
+        )
+    pairs = [(o, g) for o, g in zip(record.outputs, grads) if o.requires_grad and g is not None]
+    wanted = [t for t in record.inputs if t is not None]
+    if not pairs or not wanted:
+        return [None] * len(record.inputs)
+    with torch.enable_grad():
+        computed = iter(
+            torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs], allow_unused=True)
+        )
+    return [next(computed) if t is not None else None for t in record.inputs]

@@ -1,0 +1,195 @@
+"""The ``torch.compile`` backend: dynamo's graph handed to AOTAutograd, whose forward and backward graphs are
+translated by the project's converters and run by onnxruntime.
+
+AOTAutograd applies its own transformations and no more: functionalization, the decomposition of PyTorch's
+``CompositeImplicitAutograd`` ops (``linear`` becomes ``t`` + ``addmm``...) and the autograd formulas of
+``derivatives.yaml`` (``threshold_backward``, ``native_layer_norm_backward``...); no decomposition table is given to
+it. A custom ``torch.autograd.Function`` stays whole: one ``PythonOp`` node in the forward graph, one
+``PythonOpGrad`` node in the backward graph, calling the user's ``forward`` and ``backward`` back.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.fx
+from functorch.compile import aot_module_simplified, make_boxed_func
+
+from ..errors import EagerFallbackWarning, TorchInterpreterError, TorchInterpreterWarning
+from ..python_op.capture import PYTHON_OP, Resolver, capture_autograd_functions
+from ..registry import default_registry
+from .compiled_graph import OrtGraph
+from .graph_translation import translate_graph
+from .options import BackendOptions
+from .verification import verified
+
+logger = logging.getLogger(__name__)
+
+
+def keep_functions(policy: Any = None) -> list[type]:
+    """Marks the ``torch.autograd.Function`` classes defined so far that ``policy`` keeps whole (see
+    :func:`~experimental.torch_interpreter.to_onnx`'s ``autograd_functions``) so that dynamo leaves their
+    ``apply`` in the graph (``torch.compiler.allow_in_graph``) instead of tracing their forward and backward; the
+    backend then makes them PythonOp / PythonOpGrad nodes. Returns the classes marked.
+
+    The backend calls it when it is made and before each graph; call it yourself for a class defined later, before
+    the first call of the compiled model.
+
+    >>> class Twice(torch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         return 2 * x
+    >>> Twice in keep_functions()
+    True
+    """
+    resolver = Resolver(policy)
+    marked = []
+    stack = list(torch.autograd.Function.__subclasses__())
+    seen: set[int] = set()
+    while stack:
+        cls = stack.pop()
+        if id(cls) in seen:
+            continue
+        seen.add(id(cls))
+        stack.extend(cls.__subclasses__())
+        if resolver.resolve(cls)[0] == PYTHON_OP:
+            torch.compiler.allow_in_graph(cls)
+            marked.append(cls)
+    return marked
+
+
+def _traced_functions(gm: torch.fx.GraphModule) -> list[str]:
+    """Where dynamo traced through a custom Function (its ``autograd_function_apply`` nodes)."""
+    return [
+        n.meta.get("stack_trace", "").strip().splitlines()[-2:][0].strip() if n.meta.get("stack_trace") else n.name
+        for n in gm.graph.nodes
+        if n.op == "call_function" and getattr(n.target, "__name__", "") == "autograd_function_apply"
+    ]
+
+
+def _device(example_inputs: Sequence[Any]) -> str:
+    types = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
+    if len(types) > 1:
+        raise TorchInterpreterError(f"a graph's inputs are on several devices {sorted(types)}: onnxruntime runs one")
+    return types.pop() if types else "cpu"
+
+
+class OrtBackend:
+    """A ``torch.compile`` backend running AOTAutograd's forward and backward graphs in onnxruntime.
+
+    ``torch.compile(model, backend=OrtBackend(...))``, or ``torch.compile(model, backend="aten2onnx")`` with the
+    default options (``options={...}`` passes :class:`BackendOptions` fields). The parameters stay torch tensors,
+    the optimizer stays PyTorch's: each step feeds the current parameters to the graphs (no copy).
+
+    :attr:`graphs` lists what was compiled (one entry per forward, backward or inference graph: its kind, number,
+    FX and ONNX node counts, onnxruntime graph or eager fallback); :attr:`compilations` counts the graphs dynamo
+    handed over (a new shape that recompiles adds one, logged at INFO by ``experimental.torch_interpreter.training``).
+
+    Example::
+
+        >>> import torch
+        >>> from experimental.torch_interpreter.training import OrtBackend
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        >>> backend = OrtBackend(providers="cpu")
+        >>> compiled = torch.compile(model, backend=backend)
+        >>> loss = compiled(torch.randn(16, 4)).pow(2).mean()
+        >>> loss.backward()
+        >>> [(g["kind"], g["runs_in"]) for g in backend.graphs]
+        [('forward', 'onnxruntime'), ('backward', 'onnxruntime')]
+    """
+
+    def __init__(self, options: BackendOptions | None = None, **kwargs: Any):
+        if options is not None and kwargs:
+            raise TypeError("give BackendOptions or keyword options, not both")
+        self.options = options or BackendOptions(**kwargs)
+        self.graphs: list[dict[str, Any]] = []
+        self.compilations = 0
+        keep_functions(self.options.autograd_functions)
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Any:
+        self.compilations += 1
+        logger.info(
+            "aten2onnx: compiling dynamo graph #%d (%d nodes, inputs %s)",
+            self.compilations,
+            len(gm.graph.nodes),
+            [tuple(t.shape) if isinstance(t, torch.Tensor) else t for t in example_inputs],
+        )
+        traced = _traced_functions(gm)
+        if traced:
+            warnings.warn(
+                f"dynamo traced through {len(traced)} custom autograd.Function call(s) (first at {traced[0]}): "
+                "their forward and backward are in the graphs as ops, not PythonOp/PythonOpGrad nodes; define the "
+                "class before creating the backend, or call "
+                "experimental.torch_interpreter.training.keep_functions() before the first call",
+                TorchInterpreterWarning,
+                stacklevel=2,
+            )
+        keep_functions(self.options.autograd_functions)  # for the next graphs
+        compile_ = functools.partial(self._compile, self.compilations)
+        with capture_autograd_functions(self.options.autograd_functions, training=True, differentiable=True):
+            return aot_module_simplified(
+                gm,
+                example_inputs,
+                fw_compiler=functools.partial(compile_, "forward"),
+                bw_compiler=functools.partial(compile_, "backward"),
+                inference_compiler=functools.partial(compile_, "inference"),
+            )
+
+    def _compile(self, number: int, kind: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
+        options = self.options
+        name = f"{kind}_{number}"
+        entry: dict[str, Any] = {"kind": kind, "number": number, "fx_nodes": len(gm.graph.nodes)}
+        self.graphs.append(entry)
+        provider = options.provider_for(_device(example_inputs))
+        try:
+            translated = translate_graph(
+                gm,
+                example_inputs,
+                options.registry or default_registry,
+                options.target_opset,
+                provider,
+                options.optimize,
+            )
+            compiled = OrtGraph(translated, provider, name)
+        except TorchInterpreterError as e:
+            if options.fallback == "raise":
+                raise
+            entry.update(runs_in="eager", reason=str(e))
+            warnings.warn(
+                f"the {kind} graph #{number} runs eagerly, not in onnxruntime: {e}", EagerFallbackWarning, stacklevel=2
+            )
+            return make_boxed_func(gm.forward)
+        entry.update(runs_in="onnxruntime", onnx_nodes=len(translated.model.graph.node), graph=compiled)
+        if options.dump_folder is not None:
+            entry["path"] = compiled.save(os.fspath(options.dump_folder))
+        logger.info(
+            "aten2onnx: %s graph #%d: %d FX nodes -> %d ONNX nodes on %s",
+            kind, number, len(gm.graph.nodes), len(translated.model.graph.node), provider,
+        )
+        if options.verify:
+            return verified(compiled, gm, options.rtol, options.atol)
+        return compiled
+
+
+@functools.cache
+def _default() -> OrtBackend:
+    return OrtBackend()
+
+
+def aten2onnx(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None) -> Any:
+    """The backend ``torch.compile(model, backend="aten2onnx")`` finds (registered as an entry point of the
+    ``torch_dynamo_backends`` group); ``options={...}`` passes the fields of :class:`BackendOptions`.
+
+    >>> import torch
+    >>> compiled = torch.compile(torch.nn.Linear(3, 2), backend="aten2onnx")
+    >>> compiled(torch.ones(1, 3)).shape
+    torch.Size([1, 2])
+    """
+    backend = OrtBackend(**options) if options else _default()
+    return backend(gm, example_inputs)

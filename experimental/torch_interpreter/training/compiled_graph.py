@@ -1,0 +1,78 @@
+"""A translated graph run by onnxruntime with torch tensors in and out: the inputs are bound through DLPack (no copy;
+on a GPU they stay there), the outputs come back as torch tensors sharing onnxruntime's buffers; an input the graph
+returns as it is, ``None`` and Python numbers never cross onnxruntime.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+import torch
+
+from ..providers import ONNXRUNTIME_NAMES
+from ..runtime import InferenceSession
+from .graph_translation import TranslatedGraph
+
+logger = logging.getLogger(__name__)
+
+
+class OrtGraph:
+    """Runs ``translated`` with onnxruntime's ``provider`` (``"cpu"`` or ``"cuda"``); called with the graph's
+    inputs as a list (AOTAutograd's boxed convention: the list is emptied, so that inputs can be freed as soon as
+    onnxruntime holds them).
+
+    ``calls`` counts the runs.
+    """
+
+    _boxed_call = True
+
+    def __init__(self, translated: TranslatedGraph, provider: str, name: str):
+        self.translated = translated
+        self.name = name
+        self.provider = provider
+        self.session = InferenceSession(translated.model, providers=[ONNXRUNTIME_NAMES[provider]])
+        self._names = [i.name for i in self.session.get_inputs()]
+        self.calls = 0
+
+    @property
+    def model(self) -> onnx.ModelProto:
+        return self.translated.model
+
+    def save(self, folder: str | os.PathLike) -> str:
+        """Saves the model as ``<folder>/<name>.onnx``; returns the path."""
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(os.fspath(folder), f"{self.name}.onnx")
+        onnx.save(self.model, path)
+        return path
+
+    def feeds(self, args: Sequence[Any]) -> dict[str, Any]:
+        """The session's feeds from the graph's inputs."""
+        feeds: dict[str, Any] = {}
+        for name, index in zip(self._names, self.translated.inputs):
+            value = args[index]
+            if isinstance(value, torch.Tensor):
+                feeds[name] = value.detach() if value.is_contiguous() else value.detach().contiguous()
+            else:
+                feeds[name] = np.array(int(value), dtype=np.int64)
+        return feeds
+
+    def __call__(self, args: list[Any]) -> list[Any]:
+        inputs = list(args)
+        args.clear()
+        self.calls += 1
+        outs = self.session.run_torch(None, self.feeds(inputs))
+        result: list[Any] = []
+        for slot in self.translated.outputs:
+            if slot.kind == "onnx":
+                out = outs[slot.index]
+                result.append(int(out.reshape(-1)[0]) if slot.as_int else out)
+            elif slot.kind == "input":
+                result.append(inputs[slot.index])
+            else:
+                result.append(slot.value)
+        return result

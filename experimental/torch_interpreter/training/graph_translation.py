@@ -1,0 +1,115 @@
+"""One of AOTAutograd's graphs (forward or backward) translated into an ONNX model by the project's converters.
+
+The graph is translated as AOTAutograd gives it: its placeholders become the model's inputs (tensors, and
+int64 scalars for the dynamic sizes), its outputs the model's outputs, except what needs no onnxruntime run:
+``None``, Python numbers, and an input returned as it is (handed back without a copy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx
+import onnx_ir as ir
+import torch
+import torch.fx
+
+from ..builder import GraphBuilder
+from ..context import flatten
+from ..dtypes import value_type
+from ..errors import ConversionError
+from ..interpreter import Interpreter, missing_converters, raise_if_missing
+from ..optimize import optimize_model, run_stage
+from ..metadata import PROVIDERS
+from ..providers import encode as encode_providers
+from ..registry import Registry
+
+#: ONNX IR version written (onnxruntime 1.31 reads up to 13)
+IR_VERSION = 10
+
+
+@dataclass
+class Slot:
+    """Where one output of the FX graph comes from: ``"onnx"`` (output ``index`` of the model), ``"input"``
+    (input ``index`` of the graph, returned as it is), ``"value"`` (the Python value ``value``)."""
+
+    kind: str
+    index: int = -1
+    value: Any = None
+    #: a dynamic size the model returns as an int64 scalar: given back as a Python int
+    as_int: bool = False
+
+
+@dataclass
+class TranslatedGraph:
+    """The ONNX model of a graph and how to call it."""
+
+    model: onnx.ModelProto
+    #: for each model input, the index of the graph input it reads
+    inputs: list[int]
+    outputs: list[Slot] = field(default_factory=list)
+    #: the FX node behind each model output (for the messages of verification)
+    producers: list[str] = field(default_factory=list)
+
+
+def _placeholder(builder: GraphBuilder, interpreter: Interpreter, node: torch.fx.Node, val: Any) -> Any:
+    if isinstance(val, torch.Tensor):
+        return builder.input(node.name, value_type(val), interpreter.onnx_shape(val))
+    if isinstance(val, torch.SymInt):
+        return builder.input(node.name, ir.DataType.INT64, [])
+    return val  # an int, a float, None: a constant of this graph
+
+
+def translate_graph(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    registry: Registry,
+    opset: int,
+    provider: str,
+    optimize: bool | str,
+) -> TranslatedGraph:
+    """Translates ``gm`` (placeholders typed by ``meta['val']``, or by ``example_inputs``) for ``provider``
+    (``"cpu"`` or ``"cuda"``) and optimizes it at ``optimize``; raises
+    :class:`~experimental.torch_interpreter.UnsupportedOpError` listing the ops without a converter."""
+    raise_if_missing(missing_converters(gm, registry))
+    builder = GraphBuilder(opset, providers=(provider,))
+    interpreter = Interpreter(builder, registry, {})
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        raise ConversionError(f"the graph has {len(placeholders)} inputs, {len(example_inputs)} were given")
+    env: dict[torch.fx.Node, Any] = {}
+    inputs: list[int] = []
+    for i, (node, example) in enumerate(zip(placeholders, example_inputs)):
+        value = _placeholder(builder, interpreter, node, node.meta.get("val", example))
+        env[node] = value
+        if isinstance(value, ir.Value):
+            inputs.append(i)
+    graph_inputs = {id(env[p]): i for i, p in enumerate(placeholders) if isinstance(env[p], ir.Value)}
+    values = interpreter.run(gm, env)
+    output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    fx_outputs = list(flatten(output_node.args[0]))
+
+    slots: list[Slot] = []
+    producers: list[str] = []
+    seen: dict[int, int] = {}
+    for value, fx in zip(values, fx_outputs):
+        val = fx.meta.get("val") if isinstance(fx, torch.fx.Node) else fx
+        as_int = isinstance(val, torch.SymInt)
+        if not isinstance(value, ir.Value):
+            slots.append(Slot("value", value=value))
+        elif id(value) in graph_inputs and not as_int:
+            slots.append(Slot("input", graph_inputs[id(value)]))
+        elif id(value) in seen:
+            slots.append(Slot("onnx", seen[id(value)], as_int=as_int))
+        else:
+            seen[id(value)] = len(producers)
+            builder.output(value, f"output_{len(producers)}")
+            slots.append(Slot("onnx", len(producers), as_int=as_int))
+            producers.append(fx.name if isinstance(fx, torch.fx.Node) else str(fx))
+    model = builder.to_model(ir_version=IR_VERSION)
+    model.metadata_props[PROVIDERS] = encode_providers((provider,))
+    run_stage(model, "translation")
+    optimize_model(model, optimize)
+    return TranslatedGraph(ir.to_proto(model), inputs, slots, producers)
