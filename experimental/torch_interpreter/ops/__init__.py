@@ -4,12 +4,15 @@ Importing this package registers them all.
 
 from . import (  # noqa: F401
     activation,
+    activation_backward,
     attention,
+    attention_backward,
     comparison,
     complex,
     concat_split,
     control_flow,
     convolution,
+    convolution_backward,
     creation,
     cumulative,
     diagonals,
@@ -22,7 +25,9 @@ from . import (  # noqa: F401
     linalg,
     logical,
     loss,
+    loss_backward,
     normalization,
+    normalization_backward,
     padding_windows,
     passthrough,
     pooling,
@@ -36,6 +41,7 @@ from . import (  # noqa: F401
     special,
     symbolic,
     views,
+    views_backward,
 )
 
 # last, once every functional converter is registered: their in-place twins (add_ from add...)

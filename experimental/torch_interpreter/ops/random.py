@@ -12,12 +12,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import onnx_ir as ir
 
 from ..context import NodeContext
-from ..dtypes import FLOAT_TYPES
+from ..dtypes import FLOAT_TYPES, onnx_dtype
 from ..registry import register
-from ._common import FLOAT, INT64, concat_shape, filled, opmath_dtype, static_shape
+from ._common import BOOL, FLOAT, INT64, concat_shape, filled, kernel_op, opmath_dtype, static_shape
 
 #: the float types onnxruntime draws in
 _DRAW = frozenset({ir.DataType.FLOAT16, FLOAT, ir.DataType.DOUBLE})
@@ -313,3 +314,32 @@ def aten_alpha_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool)
 def aten_feature_alpha_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool) -> ir.Value:
     """feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor: alpha dropout of whole channels."""
     return _dropout(ctx, input, p, train, feature=True, alpha=True)
+
+
+@register("aten::native_dropout.default")
+def aten_native_dropout(ctx: NodeContext, input: ir.Value, p: float, train: bool | None) -> tuple[ir.Value, ir.Value]:
+    """native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor): the output and the bool mask of
+    the kept elements.
+
+    In training (``train`` True or None, as PyTorch reads it) an element is kept where a uniform draw is below
+    ``1 - p``, and the kept ones are multiplied by ``1 / (1 - p)`` rounded to the input's type (in float32 for
+    float16/bfloat16), as PyTorch does; ONNX ``Dropout`` divides by ``1 - p`` in float32 instead, one ulp off for
+    about one element in ten, so it is not used. ``p == 0`` (or ``train`` False) returns the input itself and
+    an all-true mask, ``p == 1`` ``input * 0`` (NaN where the input is infinite) and an all-false mask.
+
+    The draws come from onnxruntime's random generator, a new mask at each run (no fixed seed): the model
+    follows PyTorch's law, not its sequence, and cannot reproduce the masks ``torch.manual_seed`` gives.
+    """
+    dtype = input.dtype
+    mask_dtype = onnx_dtype(ctx.val[1].dtype)
+    if train is False or p == 0 or p >= 1:
+        shape = static_shape(ctx.val[1])
+        shape = ctx.const(shape, INT64) if shape is not None else ctx.op("Shape", input)
+        keep_all = train is False or p == 0
+        mask = ctx.cast(filled(ctx, shape, BOOL, keep_all), mask_dtype)
+        return (input if keep_all else kernel_op(ctx, "Mul", input, 0, dtype=dtype)), mask
+    c = _draw_dtype(dtype)
+    keep = ctx.op("Less", _uniform(ctx, input, c), ctx.const(1.0 - p, c))
+    scale = float(np.array(1.0 / (1.0 - p), dtype=dtype.numpy()))
+    noise = ctx.op("Where", keep, ctx.const(scale, c), ctx.const(0.0, c))
+    return ctx.cast(ctx.op("Mul", ctx.cast(input, c), noise), dtype), ctx.cast(keep, mask_dtype)
