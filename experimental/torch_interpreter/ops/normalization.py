@@ -241,6 +241,51 @@ def aten__native_batch_norm_legit_no_stats(
     return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
 
 
+@register("aten::_native_batch_norm_legit_functional.default")
+def aten__native_batch_norm_legit_functional(
+    ctx: NodeContext,
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value,
+    running_var: ir.Value,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[ir.Value | None, ...]:
+    """_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean,
+    Tensor running_var, bool training, float momentum, float eps)
+    -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)
+
+    The running statistics returned updated, as PyTorch's CPU kernel does in training mode:
+    ``(1 - momentum) * running + momentum * batch``, the batch variance unbiased (``sum((x - mean)^2) / (n - 1)``);
+    in eval mode, the running statistics used and returned unchanged. Those two outputs have the type of
+    ``meta['val']`` (float32 for float16 statistics: so says PyTorch's meta function, where the eager kernel
+    keeps float16).
+    """
+    if not training:
+        y = _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
+        running = [ctx.cast(r, onnx_dtype(ctx.val[i].dtype)) for i, r in ((3, running_mean), (4, running_var))]
+        return y, _saved(ctx, 1, None), _saved(ctx, 2, None), *running
+    y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
+    updated: list[ir.Value | None] = [None, None]
+    if uses_output(ctx, 3) or uses_output(ctx, 4):
+        x = ctx.cast(input, mean.dtype)
+        axes = [0, *range(2, ctx.rank(x))]
+        n: int | ir.Value = 1  # values per channel
+        for a in axes:
+            n = int_op(ctx, "Mul", n, dim_of(ctx, x, a))
+        centered = ctx.op("Sub", x, mean)
+        var_sum = ctx.op("ReduceSum", ctx.op("Mul", centered, centered), ctx.const(axes, INT64), keepdims=0)
+        unbiased = ctx.op("Div", var_sum, ctx.operand(int_op(ctx, "Sub", n, 1), mean.dtype))
+        batch = (ctx.op("Reshape", mean, ctx.const([-1], INT64)), unbiased)
+        for i, (running, stat) in enumerate(zip((running_mean, running_var), batch)):
+            old = ctx.op("Mul", ctx.cast(running, mean.dtype), ctx.const(1.0 - momentum, mean.dtype))
+            new = ctx.op("Add", ctx.op("Mul", stat, ctx.const(float(momentum), mean.dtype)), old)
+            updated[i] = ctx.cast(new, onnx_dtype(ctx.val[3 + i].dtype))
+    return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd), *updated
+
+
 @register("aten::instance_norm.default")
 def aten_instance_norm(
     ctx: NodeContext,
