@@ -9,13 +9,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import onnx_ir as ir
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import BOOL, FLOAT, INT64, dim_of
+from ._common import BOOL, FLOAT, INT64, dim_of, int_range, repeat_heads
 
 _ATTENTION_DTYPES = frozenset({FLOAT, ir.DataType.FLOAT16, ir.DataType.DOUBLE})
 
@@ -29,30 +28,6 @@ def _meta(ctx: NodeContext, index: int, name: str) -> Any:
 
 def _same(a: Any, b: Any) -> bool:
     return statically_known_true(a == b)
-
-
-def _arange(ctx: NodeContext, n: int | ir.Value) -> ir.Value:
-    if isinstance(n, int):
-        return ctx.const(np.arange(n, dtype=np.int64))
-    return ctx.op("Range", ctx.const(0, INT64), n, ctx.const(1, INT64))
-
-
-def _repeat_heads(ctx: NodeContext, x: ir.Value, xv: Any, qv: Any, q: ir.Value) -> ir.Value:
-    """``x.repeat_interleave(Hq // Hx, dim=-3)``: Unsqueeze, Expand, Reshape (GQA)."""
-    r = xv.dim()
-    hq, hx = qv.shape[-3], xv.shape[-3]
-    if _same(hq, hx):
-        return x
-    hq_ = dim_of(ctx, q, qv.dim() - 3, hq)
-    hx_ = dim_of(ctx, x, r - 3, hx)
-    if isinstance(hq_, int) and isinstance(hx_, int):
-        groups: int | ir.Value = hq_ // hx_
-    else:
-        groups = ctx.op("Div", ctx.operand(hq_, INT64), ctx.operand(hx_, INT64))
-    x = ctx.op("Unsqueeze", x, ctx.const([r - 2], INT64))
-    x = ctx.op("Expand", x, ctx.int64s([1] * (r - 2) + [groups, 1, 1]))
-    last = dim_of(ctx, x, r, xv.shape[-1])
-    return ctx.op("Reshape", x, ctx.int64s([0] * (r - 3) + [hq_, -1, last]))
 
 
 def _decomposed(
@@ -81,16 +56,16 @@ def _decomposed(
         factor = ctx.op("Pow", e, ctx.const(-0.25, dtype))
     q = ctx.op("Mul", q, factor)
     if enable_gqa:
-        k = _repeat_heads(ctx, k, kv, qv, q)
-        v = _repeat_heads(ctx, v, vv, qv, q)
+        k = repeat_heads(ctx, k, kv, qv, q)
+        v = repeat_heads(ctx, v, vv, qv, q)
     perm = list(range(kv.dim()))
     perm[-2], perm[-1] = perm[-1], perm[-2]
     # K^T then the factor: onnxruntime's MatMulScaleFusion breaks Mul(scalar) -> Transpose -> MatMul when
     # the Mul's input is another scalar Mul read elsewhere (key = value = x * 2): "input 'mul' is not ..."
     scores = ctx.op("MatMul", q, ctx.op("Mul", ctx.op("Transpose", k, perm=perm), factor))
     if is_causal:  # torch.ones(L, S).tril(): top-left aligned
-        rows = _arange(ctx, dim_of(ctx, q, r - 2, qv.shape[-2]))
-        cols = _arange(ctx, dim_of(ctx, k, kv.dim() - 2, kv.shape[-2]))
+        rows = int_range(ctx, dim_of(ctx, q, r - 2, qv.shape[-2]))
+        cols = int_range(ctx, dim_of(ctx, k, kv.dim() - 2, kv.shape[-2]))
         keep = ctx.op("LessOrEqual", cols, ctx.op("Unsqueeze", rows, ctx.const([1], INT64)))
         scores = ctx.op("Where", keep, scores, ctx.const(-math.inf, dtype))
     if bias is not None:

@@ -6,8 +6,10 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import onnx_ir as ir
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ...context import NodeContext
 from ...dims import static_dim
@@ -114,6 +116,33 @@ def int_op(ctx: NodeContext, op_type: str, a: int | ir.Value, b: int | ir.Value)
     if isinstance(a, int) and isinstance(b, int):
         return _PY_INT_OPS[op_type](a, b)
     return ctx.op(op_type, ctx.operand(a, INT64), ctx.operand(b, INT64))
+
+
+def int_range(ctx: NodeContext, n: int | ir.Value) -> ir.Value:
+    """``0, 1, ..., n - 1`` as a 1-D INT64 tensor: a constant, ``Range`` when ``n`` is a 0-D INT64 value."""
+    if isinstance(n, int):
+        return ctx.const(np.arange(n, dtype=np.int64))
+    return ctx.op("Range", ctx.const(0, INT64), n, ctx.const(1, INT64))
+
+
+def repeat_heads(ctx: NodeContext, x: ir.Value, xv: Any, qv: Any, q: ir.Value) -> ir.Value:
+    """``x.repeat_interleave(Hq // Hx, dim=-3)``: the key or value ``x`` (FakeTensor ``xv``, ``Hx`` heads) of a
+    grouped-query attention brought to the ``Hq`` heads of the query ``q`` (FakeTensor ``qv``), by Unsqueeze,
+    Expand, Reshape; ``x`` itself when the numbers of heads are the same."""
+    r = xv.dim()
+    hq, hx = qv.shape[-3], xv.shape[-3]
+    if statically_known_true(hq == hx):
+        return x
+    hq_ = dim_of(ctx, q, qv.dim() - 3, hq)
+    hx_ = dim_of(ctx, x, r - 3, hx)
+    if isinstance(hq_, int) and isinstance(hx_, int):
+        groups: int | ir.Value = hq_ // hx_
+    else:
+        groups = ctx.op("Div", ctx.operand(hq_, INT64), ctx.operand(hx_, INT64))
+    x = ctx.op("Unsqueeze", x, ctx.const([r - 2], INT64))
+    x = ctx.op("Expand", x, ctx.int64s([1] * (r - 2) + [groups, 1, 1]))
+    last = dim_of(ctx, x, r, xv.shape[-1])
+    return ctx.op("Reshape", x, ctx.int64s([0] * (r - 3) + [hq_, -1, last]))
 
 
 def same_shape(ctx: NodeContext, a: torch.Tensor, b: torch.Tensor) -> bool:

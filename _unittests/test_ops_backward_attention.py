@@ -1,0 +1,409 @@
+"""The fused attention kernels of AOTAutograd's graphs and their backward (``ops/attention_backward.py``).
+
+onnxruntime against the aten op in eager where it runs (``_scaled_dot_product_flash_attention_for_cpu``), and for
+every form against ``F.scaled_dot_product_attention`` in float64 and its ``torch.autograd.grad``; the CUDA forms
+are exported on the CPU (their meta kernels suffice) and checked against that reference only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+import pytest
+import torch
+import torch.nn.functional as F
+from functorch.compile import aot_function
+
+from experimental.torch_interpreter import InferenceSession, to_onnx
+from experimental.torch_interpreter.errors import ConversionError
+from helpers import Fn, check_model
+
+aten = torch.ops.aten
+FWD = aten._scaled_dot_product_flash_attention_for_cpu.default
+BWD = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+EFF = aten._scaled_dot_product_efficient_attention.default
+EFF_BWD = aten._scaled_dot_product_efficient_attention_backward.default
+FLASH = aten._scaled_dot_product_flash_attention.default
+FLASH_BWD = aten._scaled_dot_product_flash_attention_backward.default
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+TOL = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+
+#: name -> (sizes, keyword arguments of the op, mask)
+CASES = {
+    "plain": ({}, {}, None),
+    "scale": ({}, {"scale": 0.3}, None),
+    "causal": ({"lq": 6, "s": 6}, {"is_causal": True}, None),
+    "causal_L<S": ({"lq": 4, "s": 7}, {"is_causal": True}, None),
+    "causal_L>S": ({"lq": 7, "s": 4}, {"is_causal": True}, None),
+    "mask_2d": ({}, {}, "2d"),
+    "mask_4d": ({}, {}, "4d"),
+    "mask_and_causal": ({}, {"is_causal": True}, "4d"),
+    "masked_rows": ({}, {}, "masked_rows"),
+    "gqa": ({"hk": 2}, {}, None),
+}
+
+
+def qkv(b=2, h=4, hk=None, lq=5, s=6, e=8, dtype=torch.float32):
+    hk = hk or h
+    return (
+        torch.randn(b, h, lq, e).to(dtype),
+        torch.randn(b, hk, s, e).to(dtype),
+        torch.randn(b, hk, s, e).to(dtype),
+    )
+
+
+def make_mask(kind, b, h, lq, s, dtype):
+    """A float mask added to the scores; ``masked_rows``: rows that mask every key, others some."""
+    if kind is None:
+        return None
+    if kind == "2d":
+        return torch.randn(lq, s).to(dtype)
+    if kind == "full":
+        return torch.randn(b, h, lq, s).to(dtype)
+    mask = torch.randn(b, 1, lq, s)
+    if kind == "masked_rows":
+        mask[0, 0, 1] = -math.inf
+        mask[1, 0, 3] = -math.inf
+        mask[1, 0, 0, :4] = -math.inf
+    return mask.to(dtype)
+
+
+def case(name, dtype=torch.float32, mask_kind=None):
+    """(q, k, v, mask, op keyword arguments) of case ``name``."""
+    torch.manual_seed(0)
+    sizes, kw, kind = CASES[name]
+    q, k, v = qkv(dtype=dtype, **sizes)
+    b, h, lq, _ = q.shape
+    return q, k, v, make_mask(mask_kind or kind, b, h, lq, k.shape[2], dtype), kw
+
+
+def reference(q, k, v, g, mask=None, is_causal=False, scale=None, lower_right=False, hidden_lse=0.0):
+    """Output, logsumexp and the gradients of q, k, v (and of ``mask``): ``F.scaled_dot_product_attention``
+    and ``torch.autograd.grad`` in float64; causal from the top left, or the bottom right with ``lower_right``."""
+    q, k, v = (t.double().requires_grad_() for t in (q, k, v))
+    lq, s = q.shape[2], k.shape[2]
+    bias = None if mask is None else mask.double().requires_grad_()
+    full = bias
+    if is_causal:
+        keep = torch.ones(lq, s, dtype=torch.bool).tril(s - lq if lower_right else 0)
+        hide = torch.zeros(lq, s, dtype=torch.float64).masked_fill(~keep, -math.inf)
+        full = hide if bias is None else bias + hide
+    gqa = q.shape[1] != k.shape[1]
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=full, scale=scale, enable_gqa=gqa)
+    inputs = (q, k, v) if bias is None else (q, k, v, bias)
+    grads = torch.autograd.grad(out, inputs, g.double())
+    kk = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
+    scores = q @ kk.transpose(-1, -2) * (scale or 1 / math.sqrt(q.shape[-1]))
+    if full is not None:
+        scores = scores + full
+    lse = torch.logsumexp(scores, -1)
+    lse = torch.where(torch.isneginf(lse), hidden_lse, lse)
+    return [t.detach().numpy() for t in (out, lse, *grads)]
+
+
+def run_onnx(model, args, **kwargs):
+    """onnxruntime's outputs of ``model`` exported on ``args`` (for the CUDA ops: eager cannot run them)."""
+    onx = to_onnx(model, args, **kwargs)
+    onnx.checker.check_model(onx, full_check=True)
+    sess = InferenceSession(onx, providers=["CPUExecutionProvider"])
+    feeds = dict(zip([i.name for i in onx.graph.input], args))
+    return [g.astype(np.float32) if g.dtype.name == "bfloat16" else g for g in sess.run(None, feeds)]
+
+
+def assert_close(got, expected, tol):
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    assert not np.isnan(got).any() and not np.isnan(expected).any()
+    np.testing.assert_allclose(got.astype(np.float64), expected, atol=tol, rtol=tol)
+
+
+# -- _scaled_dot_product_flash_attention_for_cpu: against the aten op and autograd ------------------------------
+def cpu_forward(**kw):
+    return Fn(lambda q, k, v, m=None: FWD(q, k, v, 0.0, kw.get("is_causal", False), attn_mask=m, scale=kw.get("scale")))
+
+
+def cpu_step(**kw):
+    """Forward then backward, as a training step's graphs chain them."""
+    causal, scale = kw.get("is_causal", False), kw.get("scale")
+
+    def step(g, q, k, v, m=None):
+        out, lse = FWD(q, k, v, 0.0, causal, attn_mask=m, scale=scale)
+        return (out, lse, *BWD(g, q, k, v, out, lse, 0.0, causal, attn_mask=m, scale=scale))
+
+    return Fn(step)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(CASES))
+def test_cpu_forward(name, dtype):
+    q, k, v, mask, kw = case(name, dtype)
+    args = (q, k, v) if mask is None else (q, k, v, mask)
+    onx = check_model(cpu_forward(**kw), args, atol=TOL[dtype], rtol=TOL[dtype])
+    assert onx.graph.output[1].type.tensor_type.elem_type == onnx.TensorProto.FLOAT  # logsumexp: float32
+    if name == "masked_rows":  # 0, not NaN, and a logsumexp of 0, as the kernel
+        out, lse = FWD(*args[:3], attn_mask=mask)
+        assert (out[0, :, 1] == 0).all() and (lse[0, :, 1] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(CASES))
+def test_cpu_backward(name, dtype):
+    q, k, v, mask, kw = case(name, dtype)
+    causal, scale = kw.get("is_causal", False), kw.get("scale")
+    out, lse = FWD(q, k, v, 0.0, causal, attn_mask=mask, scale=scale)
+    g = torch.randn(out.shape).to(dtype)
+
+    def bwd(g, q, k, v, out, lse, m=None):
+        return BWD(g, q, k, v, out, lse, 0.0, causal, attn_mask=m, scale=scale)
+
+    args = (g, q, k, v, out, lse) if mask is None else (g, q, k, v, out, lse, mask)
+    check_model(Fn(bwd), args, atol=TOL[dtype], rtol=TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(CASES))
+def test_cpu_step_matches_autograd(name, dtype):
+    q, k, v, mask, kw = case(name, dtype)
+    g = torch.randn(q.shape).to(dtype)
+    args = (g, q, k, v) if mask is None else (g, q, k, v, mask)
+    got = run_onnx(cpu_step(**kw), args)
+    expected = reference(q, k, v, g, mask, **kw)
+    assert len(got) == 5
+    for a, e in zip(got, expected):
+        assert_close(a, e, TOL[dtype])
+
+
+def test_cpu_float32_mask_of_float16_query():
+    # the kernel takes a float32 mask with a float16 query (it computes in float32)
+    q, k, v, _, _ = case("plain", torch.float16)
+    check_model(cpu_forward(), (q, k, v, torch.randn(5, 6)), atol=1e-2, rtol=1e-2)
+
+
+def test_cpu_float64():
+    q, k, v, mask, _ = case("masked_rows", torch.float64)
+    onx = check_model(cpu_forward(), (q, k, v, mask), atol=1e-10, rtol=1e-10)
+    assert onx.graph.output[1].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+    g = torch.randn(q.shape, dtype=torch.float64)
+    got = run_onnx(cpu_step(), (g, q, k, v, mask))
+    for a, e in zip(got, reference(q, k, v, g, mask)):
+        assert_close(a, e, 1e-10)
+
+
+@pytest.mark.parametrize("name", ["causal", "mask_4d", "gqa"])
+def test_cpu_step_dynamic(name):
+    q, k, v, mask, kw = case(name)
+    g = torch.randn(q.shape)
+    q2, k2, v2 = qkv(b=3, lq=7, s=4, hk=k.shape[1])
+    g2 = torch.randn(q2.shape)
+    dq, dkv = {0: "batch", 2: "L"}, {0: "batch", 2: "S"}
+    args, args2, dyn = (g, q, k, v), (g2, q2, k2, v2), (dq, dq, dkv, dkv)
+    mask2 = None if mask is None else torch.randn(3, 1, 7, 4)
+    if mask is not None:
+        args, args2 = (*args, mask), (*args2, mask2)
+        dyn = (*dyn, {0: "batch", 2: "L", 3: "S"})
+    onx = check_model(cpu_step(**kw), args, dynamic_shapes=dyn, more_inputs=[(args2, None)], atol=1e-4, rtol=1e-4)
+    dims = [d.dim_param for d in onx.graph.output[1].type.tensor_type.shape.dim]
+    assert dims[0] == "batch" and dims[2] == "L", dims
+    for a, e in zip(run_onnx(cpu_step(**kw), args2, dynamic_shapes=dyn), reference(q2, k2, v2, g2, mask2, **kw)):
+        assert_close(a, e, 1e-4)
+
+
+def test_cpu_step_dynamic_head_size():
+    # the default scale 1/sqrt(E) computed at run time
+    q, k, v, _, _ = case("plain")
+    q2, k2, v2 = qkv(e=16)
+    d = {0: "batch", 3: "E"}
+    check_model(
+        cpu_step(), (torch.randn(q.shape), q, k, v), dynamic_shapes=(d, d, d, d),
+        more_inputs=[((torch.randn(q2.shape), q2, k2, v2), None)], atol=1e-4, rtol=1e-4,
+    )
+
+
+def _aot_graphs(fn, *args):
+    """The forward and backward graphs AOTAutograd makes of ``fn`` (torch.compile's), with the inputs each got."""
+    graphs = {}
+
+    def compiler(name):
+        def compile(gm, example_inputs):
+            def run(inputs):
+                graphs[name] = (gm, tuple(a.detach().clone() for a in inputs))
+                return gm(*inputs)
+
+            run._boxed_call = True
+            return run
+
+        return compile
+
+    out = aot_function(fn, fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(*args)
+    out.backward(torch.randn(out.shape))
+    return graphs
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"is_causal": True}, {"enable_gqa": True, "mask": True}, {"scale": 0.5}],
+    ids=["causal", "gqa_mask", "scale"],
+)
+def test_aot_autograd_graphs(kw):
+    """The graphs torch.compile hands a backend for SDPA on the CPU hold these ops; both convert."""
+    kw = dict(kw)
+    torch.manual_seed(0)
+    q, k, v = (t.requires_grad_() for t in qkv(hk=2 if kw.get("enable_gqa") else None))
+    masks = (torch.randn(2, 1, 5, 6),) if kw.pop("mask", False) else ()
+    graphs = _aot_graphs(lambda q, k, v, *m: F.scaled_dot_product_attention(q, k, v, *m, **kw), q, k, v, *masks)
+    backward, inputs = graphs["backward"]
+    assert any(n.target is BWD for n in backward.graph.nodes)
+    for gm, inputs in graphs.values():
+        check_model(gm, inputs, atol=1e-4, rtol=1e-4)
+
+
+# -- the CUDA kernels, exported on the CPU: against autograd ---------------------------------------------------
+EFF_CASES = ["plain", "scale", "causal", "causal_L<S", "causal_L>S", "mask_4d", "mask_full", "mask_and_causal",
+             "masked_rows"]
+
+
+def efficient_step(causal, scale=None, with_bias=True):
+    def step(g, q, k, v, b=None):
+        out, lse, seed, offset = EFF(q, k, v, b, True, 0.0, causal, scale=scale)
+        grads = EFF_BWD(g, q, k, v, b, out, lse, seed, offset, 0.0, [True, True, True, with_bias], causal, scale=scale)
+        return (out, lse, *grads[:3]) + ((grads[3],) if with_bias else ())
+
+    return Fn(step)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", EFF_CASES)
+def test_efficient(name, dtype):
+    base = "mask_4d" if name == "mask_full" else name
+    q, k, v, mask, kw = case(base, dtype, mask_kind="full" if name == "mask_full" else None)
+    g = torch.randn(q.shape).to(dtype)
+    causal, scale = kw.get("is_causal", False), kw.get("scale")
+    args = (g, q, k, v) if mask is None else (g, q, k, v, mask)
+    got = run_onnx(efficient_step(causal, scale, mask is not None), args)
+    expected = reference(q, k, v, g, mask, causal, scale)
+    lq = q.shape[2]
+    assert got[1].shape == (*q.shape[:2], 32)  # padded to a multiple of 32 rows, with +inf
+    assert np.isposinf(got[1][..., lq:]).all()
+    got[1] = got[1][..., :lq]
+    assert len(got) == len(expected)
+    for a, e in zip(got, expected):
+        assert_close(a, e, TOL[dtype])
+
+
+def test_efficient_logsumexp_padding_dynamic():
+    q, k, v, _, _ = case("plain")
+    dq = {0: "batch", 2: "L"}
+    model = Fn(lambda q, k, v: EFF(q, k, v, None, True, 0.0, False)[:2])
+    onx = to_onnx(model, (q, k, v), dynamic_shapes=(dq, {0: "batch"}, {0: "batch"}))
+    sess = InferenceSession(onx, providers=["CPUExecutionProvider"])
+    for lq in (5, 32, 33):
+        q2 = torch.randn(3, 4, lq, 8)
+        k2, v2 = torch.randn(3, 4, 6, 8), torch.randn(3, 4, 6, 8)
+        out, lse = sess.run(None, dict(zip([i.name for i in onx.graph.input], (q2, k2, v2))))
+        assert lse.shape == (3, 4, -(-lq // 32) * 32) and np.isposinf(lse[..., lq:]).all()
+        expected = reference(q2, k2, v2, torch.zeros(q2.shape))
+        assert_close(out, expected[0], 1e-4)
+        assert_close(lse[..., :lq], expected[1], 1e-4)
+
+
+def test_efficient_without_logsumexp():
+    q, k, v, _, _ = case("plain")
+    out, lse = run_onnx(Fn(lambda q, k, v: EFF(q, k, v, None, False)[:2]), (q, k, v))
+    assert lse.shape == (2, 4, 0)
+    assert_close(out, reference(q, k, v, torch.zeros(q.shape))[0], 1e-4)
+
+
+def test_efficient_bias_gradient_not_asked():
+    q, k, v, mask, _ = case("mask_4d")
+    g = torch.randn(q.shape)
+    got = run_onnx(efficient_step(False, with_bias=False), (g, q, k, v, mask))
+    got[1] = got[1][..., :5]
+    assert len(got) == 5  # no gradient of the bias
+    for a, e in zip(got, reference(q, k, v, g, mask)):
+        assert_close(a, e, 1e-4)
+
+
+def test_efficient_rejects_gqa():
+    q, k, v, _, _ = case("gqa")
+    with pytest.raises(ConversionError, match="same number of heads"):
+        to_onnx(Fn(lambda q, k, v: EFF(q, k, v, None, True)[0]), (q, k, v))
+
+
+FLASH_CASES = ["plain", "scale", "causal", "causal_L<S", "causal_L>S", "gqa"]
+
+
+def flash_step(causal, scale=None):
+    def step(g, q, k, v):
+        r = FLASH(q, k, v, 0.0, causal, scale=scale)
+        grads = FLASH_BWD(g, q, k, v, r[0], r[1], r[2], r[3], r[4], r[5], 0.0, causal, r[6], r[7], scale=scale)
+        return (r[0], r[1], *grads)
+
+    return Fn(step)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", FLASH_CASES)
+def test_flash(name, dtype):
+    """Causal from the bottom right (flash-attention 2): with L > S the first rows see no key, give 0 and a
+    logsumexp of +inf."""
+    q, k, v, _, kw = case(name, dtype)
+    g = torch.randn(q.shape).to(dtype)
+    causal, scale = kw.get("is_causal", False), kw.get("scale")
+    got = run_onnx(flash_step(causal, scale), (g, q, k, v))
+    expected = reference(q, k, v, g, None, causal, scale, lower_right=True, hidden_lse=math.inf)
+    for a, e in zip(got, expected):
+        assert_close(a, e, TOL[dtype])
+    if name == "causal_L>S":
+        assert (got[0][:, :, :3] == 0).all() and np.isposinf(got[1][:, :, :3]).all()
+        assert (got[2][:, :, :3] == 0).all()
+
+
+def test_flash_dynamic():
+    q, k, v, _, _ = case("causal_L<S")
+    g = torch.randn(q.shape)
+    dq, dkv = {0: "batch", 2: "L"}, {0: "batch", 2: "S"}
+    onx = to_onnx(flash_step(True), (g, q, k, v), dynamic_shapes=(dq, dq, dkv, dkv))
+    sess = InferenceSession(onx, providers=["CPUExecutionProvider"])
+    q2, k2, v2 = qkv(b=3, lq=6, s=9)
+    g2 = torch.randn(q2.shape)
+    got = sess.run(None, dict(zip([i.name for i in onx.graph.input], (g2, q2, k2, v2))))
+    for a, e in zip(got, reference(q2, k2, v2, g2, None, True, lower_right=True)):
+        assert_close(a, e, 1e-4)
+
+
+# -- dropout ----------------------------------------------------------------------------------------------------
+DROPOUT = {
+    "for_cpu": (lambda q, k, v: FWD(q, k, v, 0.1)[0], 3),
+    "for_cpu_backward": (lambda g, q, k, v, o, lse: BWD(g, q, k, v, o, lse, 0.1, False)[0], 6),
+    "efficient": (lambda q, k, v: EFF(q, k, v, None, True, 0.1)[0], 3),
+    "efficient_backward": (
+        lambda g, q, k, v, o, lse: EFF_BWD(
+            g, q, k, v, None, o, lse, torch.zeros((), dtype=torch.int64), torch.zeros((), dtype=torch.int64),
+            0.1, [True] * 4,
+        )[0],
+        6,
+    ),
+    "flash": (lambda q, k, v: FLASH(q, k, v, 0.1)[0], 3),
+    "flash_backward": (
+        lambda g, q, k, v, o, lse: FLASH_BWD(
+            g, q, k, v, o, lse, None, None, 5, 5, 0.1, False, torch.zeros(2, dtype=torch.int64),
+            torch.zeros((), dtype=torch.int64),
+        )[0],
+        6,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(DROPOUT))
+def test_dropout_raises(name):
+    fn, n = DROPOUT[name]
+    q = torch.randn(2, 4, 5, 8)
+    lse = torch.randn(2, 4, 32 if name.startswith("efficient") else 5)
+    args = (q, q, q) if n == 3 else (q, q, q, q, q, lse)
+    op = {"for_cpu": "flash_attention_for_cpu", "efficient": "efficient_attention", "flash": "flash_attention"}
+    with pytest.raises(ConversionError, match="dropout") as info:
+        to_onnx(Fn(fn), args)
+    assert f"_scaled_dot_product_{op[name.replace('_backward', '')]}" in str(info.value)
+    assert "not supported" in str(info.value)
