@@ -1,0 +1,273 @@
+"""Training through onnxruntime with the torch.compile backend: 20 AdamW steps compared with eager PyTorch from the
+same initial weights (losses at every step, parameters at the end, gradients of the first step tensor by tensor),
+a custom autograd.Function kept as one PythonOp / PythonOpGrad pair, dropout statistics, new shapes, the eager
+fallback and the verification option."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import warnings
+
+import pytest
+import torch
+import transformers
+
+from experimental.torch_interpreter import EagerFallbackWarning, VerificationError
+from experimental.torch_interpreter.python_op import contexts
+from experimental.torch_interpreter.training import BackendOptions, OrtBackend
+
+STEPS = 20
+
+
+def _train(model, batches, loss_fn, backend=None, lr=1e-3):
+    """Losses of each step, the gradients of the first step, the model trained."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    run = torch.compile(model, backend=backend) if backend is not None else model
+    losses, first_grads = [], None
+    for batch in batches:
+        optimizer.zero_grad()
+        loss = loss_fn(run, batch)
+        loss.backward()
+        if first_grads is None:
+            first_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, first_grads, model
+
+
+def _compare(model, batches, loss_fn, backend, rtol=1e-4, atol=1e-4):
+    """Trains a copy of ``model`` eagerly and another with ``backend``; every comparison of the issue."""
+    eager_losses, eager_grads, eager_model = _train(copy.deepcopy(model), batches, loss_fn)
+    losses, grads, trained = _train(copy.deepcopy(model), batches, loss_fn, backend)
+    for step, (got, expected) in enumerate(zip(losses, eager_losses)):
+        assert got == pytest.approx(expected, rel=rtol, abs=1e-6), f"step {step}: loss {got} != {expected}"
+    assert grads.keys() == eager_grads.keys()
+    for name, g in grads.items():
+        torch.testing.assert_close(g, eager_grads[name], rtol=1e-3, atol=1e-5, msg=f"gradient of {name}")
+    for (name, p), (_, e) in zip(trained.named_parameters(), eager_model.named_parameters()):
+        torch.testing.assert_close(p, e, rtol=rtol, atol=atol, msg=f"parameter {name} after {len(batches)} steps")
+    for (name, b), (_, e) in zip(trained.named_buffers(), eager_model.named_buffers()):
+        torch.testing.assert_close(b, e, rtol=rtol, atol=atol, msg=f"buffer {name} after {len(batches)} steps")
+    assert all(g["runs_in"] == "onnxruntime" for g in backend.graphs), backend.graphs
+    kinds = [g["kind"] for g in backend.graphs]
+    # one forward and one backward graph per compilation (BERT recompiles once: its first call sets
+    # config.problem_type, which the first graph's guards read)
+    assert kinds.count("forward") == kinds.count("backward") == backend.compilations >= 1, kinds
+    return losses
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _backend(**kwargs):
+    return OrtBackend(providers="cpu", fallback="raise", **kwargs)
+
+
+def test_llama_causal_lm():
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=64, max_position_embeddings=64,
+    )
+    model = transformers.LlamaForCausalLM(config).train()
+    batches = [torch.randint(0, 64, (2, 12))] * STEPS  # one batch learned by heart: the loss must fall
+    losses = _compare(model, batches, lambda m, ids: m(input_ids=ids, labels=ids).loss, _backend())
+    assert losses[-1] < losses[0] - 0.1
+
+
+def test_bert_classification():
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=64,
+        max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3,
+    )
+    model = transformers.BertForSequenceClassification(config).train()
+    batches = [(torch.randint(0, 64, (4, 10)), torch.randint(0, 3, (4,))) for _ in range(STEPS)]
+
+    def loss_fn(m, batch):
+        ids, labels = batch
+        return m(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss
+
+    _compare(model, batches, loss_fn, _backend())
+
+
+class _Cnn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            # no bias before a batch norm: its gradient is zero up to rounding, and AdamW would turn the rounding
+            # noise of either side into full-size steps of opposite signs
+            torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(8, 8, 3, stride=2, groups=2, bias=False), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        )
+        self.head = torch.nn.Linear(8 * 3 * 3, 5)
+
+    def forward(self, x):
+        return self.head(self.features(x).flatten(1))
+
+
+def test_cnn_with_batch_norm():
+    torch.manual_seed(0)
+    batches = [(torch.randn(4, 3, 16, 16), torch.randint(0, 5, (4,))) for _ in range(STEPS)]
+    loss_fn = lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1])  # noqa: E731
+    _compare(_Cnn().train(), batches, loss_fn, _backend())
+
+
+class ScaledCube(torch.autograd.Function):
+    """x ** 3 * alpha, with its own backward; counts its real (not fake) calls."""
+
+    forward_calls = 0
+    backward_calls = 0
+
+    @staticmethod
+    def forward(ctx, x, alpha):
+        if not isinstance(x, torch._subclasses.FakeTensor):
+            ScaledCube.forward_calls += 1
+        ctx.save_for_backward(x)
+        ctx.alpha = alpha
+        return x**3 * alpha
+
+    @staticmethod
+    def backward(ctx, grad):
+        ScaledCube.backward_calls += 1
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x**2 * ctx.alpha, None
+
+
+class _WithFunction(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(6, 8)
+        self.second = torch.nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.second(ScaledCube.apply(torch.tanh(self.first(x)), 0.5))
+
+
+def test_custom_function_pythonop_pair():
+    torch.manual_seed(0)
+    batches = [torch.randn(5, 6) for _ in range(STEPS)]
+    loss_fn = lambda m, x: m(x).pow(2).mean()  # noqa: E731
+    backend = _backend()
+    eager_losses, _, _ = _train(_WithFunction(), batches[:1], loss_fn)  # warms nothing up: eager
+    ScaledCube.forward_calls = ScaledCube.backward_calls = 0
+    torch.manual_seed(0)
+    model = _WithFunction()
+    _compare(model, batches, loss_fn, backend)
+    # the eager copy ran forward and backward once per step too: the compiled one exactly once more per step
+    assert ScaledCube.forward_calls == 2 * STEPS
+    assert ScaledCube.backward_calls == 2 * STEPS
+    forward = next(g["graph"].model for g in backend.graphs if g["kind"] == "forward")
+    backward = next(g["graph"].model for g in backend.graphs if g["kind"] == "backward")
+    assert [n.op_type for n in forward.graph.node].count("PythonOp") == 1
+    assert [n.op_type for n in backward.graph.node].count("PythonOpGrad") == 1
+    node = next(n for n in backward.graph.node if n.op_type == "PythonOpGrad")
+    attrs = {a.name: a for a in node.attribute}
+    assert attrs["func_name"].s.decode().endswith("ScaledCube")
+    assert attrs["output_convention"].s == b"dc"
+    assert list(attrs["output_tensor_requires_grads"].ints) == [1]
+    assert contexts.live() == 0  # every context consumed by its backward
+    assert eager_losses
+
+
+def test_dropout_statistics():
+    torch.manual_seed(0)
+    p = 0.3
+    model = torch.nn.Sequential(torch.nn.Dropout(p)).train()
+    compiled = torch.compile(model, backend=_backend())
+    x = (torch.rand(200, 100) + 0.5).requires_grad_()
+    y = compiled(x)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - (1 - p)) < 0.02
+    torch.testing.assert_close(y[kept], (x / (1 - p))[kept])
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / (1 - p))  # the backward uses the forward's mask
+    assert not torch.equal(compiled(x) != 0, kept)  # a new mask at each run
+
+
+def test_new_shapes_recompile_once_and_match(caplog):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 2))
+    backend = _backend()
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, backend=backend)
+    with caplog.at_level(logging.INFO, logger="experimental.torch_interpreter.training"):
+        for batch in (4, 7, 9, 3):
+            x = torch.randn(batch, 6)
+            got, expected = compiled(x), eager(x)
+            got.sum().backward()
+            expected.sum().backward()
+            torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+            for p, e in zip(model.parameters(), eager.parameters()):
+                torch.testing.assert_close(p.grad, e.grad, rtol=1e-4, atol=1e-5)
+    # the second shape recompiles with a dynamic batch, the others reuse that graph
+    assert backend.compilations == 2
+    assert sum("compiling dynamo graph" in r.message for r in caplog.records) == 2
+
+
+class _Unconvertible(torch.nn.Module):
+    """``matrix_exp`` has no converter (its forward graph falls back to eager)."""
+
+    def forward(self, x):
+        return torch.linalg.matrix_exp(x.reshape(-1, 3, 3)).sum()
+
+
+def test_fallback_to_eager_names_the_op():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 9), _Unconvertible())
+    x = torch.randn(2, 3)
+    expected = model(x)
+    backend = OrtBackend(providers="cpu")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.compile(model, backend=backend)(x)
+    torch.testing.assert_close(got, expected)
+    messages = [str(w.message) for w in caught if issubclass(w.category, EagerFallbackWarning)]
+    assert messages and "matrix_exp" in messages[0] and "test_training.py" in messages[0], messages
+    assert backend.graphs[0]["runs_in"] == "eager"
+    got.backward()
+
+    torch._dynamo.reset()
+    strict = OrtBackend(providers="cpu", fallback="raise")
+    with pytest.raises(Exception, match="matrix_exp"):
+        torch.compile(model, backend=strict)(x)
+
+
+def test_verify_finds_a_wrong_converter():
+    from experimental.torch_interpreter.registry import Registry, default_registry
+
+    registry = Registry()
+    for key in default_registry.supported():
+        if key != "aten::tanh.default":
+            registry.register(key)(default_registry.get(key))
+
+    @registry.register("aten::tanh.default")
+    def wrong_tanh(ctx, x):
+        return ctx.op("Sigmoid", x)
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
+    backend = OrtBackend(BackendOptions(providers="cpu", verify=True, registry=registry))
+    with pytest.raises(Exception, match="forward_1: output 0 .*tanh"):
+        torch.compile(model, backend=backend)(torch.randn(2, 3))
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError, match="fallback"):
+        OrtBackend(fallback="maybe")
+    from experimental.torch_interpreter import ProviderError
+
+    with pytest.raises(ProviderError):
+        OrtBackend(providers="tpu")
+    assert issubclass(VerificationError, AssertionError)
+
+
+def test_registered_backend_name():
+    model = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    got = torch.compile(model, backend="aten2onnx", options={"providers": "cpu", "fallback": "raise"})(x)
+    torch.testing.assert_close(got, model(x))
