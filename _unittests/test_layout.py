@@ -34,11 +34,13 @@ RULES = {
     "optimize": "the rewrite pipeline after translation: base only",
     "runtime": "InferenceSession and PythonOp at run time: base and contract",
     "investigate": "comparison engine, repro, report: base, translation, runtime; find_discrepancies exports too",
+    "training": "the torch.compile backend (AOTAutograd's graphs translated and run in onnxruntime): base, contract, "
+                "translation, optimize, runtime",
     "front": "to_onnx, the command line, bypass_export_some_errors, the package root: anything",
 }
 
 #: the modules of python_op/ both the translation and the runtime read
-CONTRACT = {"python_op", "python_op.table", "python_op.attributes", "python_op.encoding"}
+CONTRACT = {"python_op", "python_op.table", "python_op.attributes", "python_op.encoding", "python_op.contexts"}
 #: the root modules of each layer (the folders are layers of their own, except python_op/ and ops/)
 ROOT_MODULES = {
     "base": {"torch_versions", "errors", "logs", "dtypes", "metadata", "opsets", "saving", "provenance", "providers"},
@@ -53,6 +55,7 @@ FOLDERS = {
     "optimize": "optimize",
     "runtime": "runtime",
     "investigate": "investigate",
+    "training": "training",
 }
 
 MAY_IMPORT = {
@@ -64,6 +67,7 @@ MAY_IMPORT = {
     "optimize": {"base", "optimize"},
     "runtime": {"base", "contract", "runtime"},
     "investigate": {"base", "contract", "translation", "runtime", "investigate"},
+    "training": {"base", "contract", "translation", "optimize", "runtime", "training"},
     "front": set(RULES),
 }
 #: single modules allowed one more import: find_discrepancies exports the model it compares

@@ -88,7 +88,7 @@ class OrtBackend:
     the optimizer stays PyTorch's: each step feeds the current parameters to the graphs (no copy).
 
     :attr:`graphs` lists what was compiled (one entry per forward, backward or inference graph: its kind, number,
-    FX and ONNX node counts, onnxruntime graph or eager fallback); :attr:`compilations` counts the graphs dynamo
+    FX and ONNX node counts, onnxruntime graph or eager fallback; a graph is translated at its first call); :attr:`compilations` counts the graphs dynamo
     handed over (a new shape that recompiles adds one, logged at INFO by ``experimental.torch_interpreter.training``).
 
     Example::
@@ -142,19 +142,27 @@ class OrtBackend:
             )
 
     def _compile(self, number: int, kind: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
-        options = self.options
-        name = f"{kind}_{number}"
+        """AOTAutograd's compiler callback: the graph is translated at its first call, on real inputs (the
+        callback runs under PyTorch's fake tensor mode, where the converters' constants could not be made)."""
         entry: dict[str, Any] = {"kind": kind, "number": number, "fx_nodes": len(gm.graph.nodes)}
         self.graphs.append(entry)
-        provider = options.provider_for(_device(example_inputs))
+        state: dict[str, Any] = {}
+
+        def run(args: list[Any]) -> Any:
+            compiled = state.get("compiled")
+            if compiled is None:
+                compiled = state["compiled"] = self._translate(entry, gm, args, f"{kind}_{number}")
+            return compiled(args)
+
+        run._boxed_call = True  # type: ignore[attr-defined]
+        return run
+
+    def _translate(self, entry: dict[str, Any], gm: torch.fx.GraphModule, args: Sequence[Any], name: str) -> Any:
+        options = self.options
+        provider = options.provider_for(_device(args))
         try:
             translated = translate_graph(
-                gm,
-                example_inputs,
-                options.registry or default_registry,
-                options.target_opset,
-                provider,
-                options.optimize,
+                gm, args, options.registry or default_registry, options.target_opset, provider, options.optimize
             )
             compiled = OrtGraph(translated, provider, name)
         except TorchInterpreterError as e:
@@ -162,15 +170,17 @@ class OrtBackend:
                 raise
             entry.update(runs_in="eager", reason=str(e))
             warnings.warn(
-                f"the {kind} graph #{number} runs eagerly, not in onnxruntime: {e}", EagerFallbackWarning, stacklevel=2
+                f"the {entry['kind']} graph #{entry['number']} runs eagerly, not in onnxruntime: {e}",
+                EagerFallbackWarning,
+                stacklevel=2,
             )
             return make_boxed_func(gm.forward)
         entry.update(runs_in="onnxruntime", onnx_nodes=len(translated.model.graph.node), graph=compiled)
         if options.dump_folder is not None:
             entry["path"] = compiled.save(os.fspath(options.dump_folder))
         logger.info(
-            "aten2onnx: %s graph #%d: %d FX nodes -> %d ONNX nodes on %s",
-            kind, number, len(gm.graph.nodes), len(translated.model.graph.node), provider,
+            "aten2onnx: %s: %d FX nodes -> %d ONNX nodes on %s",
+            name, len(gm.graph.nodes), len(translated.model.graph.node), provider,
         )
         if options.verify:
             return verified(compiled, gm, options.rtol, options.atol)

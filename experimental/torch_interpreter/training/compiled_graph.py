@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import torch
 
 from ..providers import ONNXRUNTIME_NAMES
@@ -35,7 +36,10 @@ class OrtGraph:
         self.translated = translated
         self.name = name
         self.provider = provider
-        self.session = InferenceSession(translated.model, providers=[ONNXRUNTIME_NAMES[provider]])
+        options = ort.SessionOptions()
+        # PyTorch runs between two graphs (the loss, the optimizer): onnxruntime's threads must not spin then
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = InferenceSession(translated.model, providers=[ONNXRUNTIME_NAMES[provider]], sess_options=options)
         self._names = [i.name for i in self.session.get_inputs()]
         self.calls = 0
 
