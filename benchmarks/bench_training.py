@@ -1,6 +1,8 @@
 """Training-step time and peak memory: ``torch.compile(model, backend=OrtBackend())`` against eager PyTorch.
 
 Run: ``python benchmarks/bench_training.py [--device cpu|cuda] [--sizes tiny,medium] [--steps 20] [--json out.json]``.
+On a GPU (``--device cuda``) it is also the training check of the CUDA path: the losses of both modes are compared
+at every step (``losses agree``), and the graphs that fell back to eager are listed in the JSON.
 
 Each (model, size, mode) runs in a fresh process: a step is ``zero_grad``, forward, loss, backward, AdamW step;
 the first ``--warmup`` steps (compilation included) are not timed, the median of the next ``--steps`` is. Peak
@@ -22,7 +24,7 @@ import subprocess
 import sys
 import time
 
-MODELS = ("llama", "bert", "cnn")
+MODELS = ("llama", "bert", "cnn", "function")
 SIZES = {
     # hidden, layers, heads, vocab, batch, sequence (cnn: channels, blocks, -, classes, batch, image side)
     "tiny": (32, 2, 4, 64, 2, 16),
@@ -55,6 +57,10 @@ def build(name: str, size: str, device: str):
         ids = torch.randint(0, vocab, (batch, seq), device=device)
         labels = torch.randint(0, 3, (batch,), device=device)
         return model.to(device).train(), ids, lambda m, x: m(input_ids=x, labels=labels).loss
+    if name == "function":  # a custom autograd.Function: one PythonOp / PythonOpGrad pair in the graphs
+        model = torch.nn.Sequential(torch.nn.Linear(hidden, 4 * hidden), _Cube(), torch.nn.Linear(4 * hidden, 1))
+        x = torch.randn(batch * seq, hidden, device=device)
+        return model.to(device).train(), x, lambda m, v: m(v).pow(2).mean()
     channels = hidden // 4
     blocks = [torch.nn.Conv2d(3, channels, 3, padding=1), torch.nn.BatchNorm2d(channels), torch.nn.ReLU()]
     for _ in range(layers - 1):
@@ -66,6 +72,35 @@ def build(name: str, size: str, device: str):
     images = torch.randn(batch * 4, 3, side, side, device=device)
     labels = torch.randint(0, 10, (batch * 4,), device=device)
     return model.to(device).train(), images, lambda m, x: torch.nn.functional.cross_entropy(m(x), labels)
+
+
+def _cube_class():
+    import torch
+
+    class ScaledCube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return 0.1 * x**3
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 0.3 * grad * x**2
+
+    return ScaledCube
+
+
+def _Cube():  # noqa: N802  (a module factory)
+    import torch
+
+    cube = _cube_class()
+
+    class Cube(torch.nn.Module):
+        def forward(self, x):
+            return cube.apply(x)
+
+    return Cube()
 
 
 def _peak_mb() -> float:
