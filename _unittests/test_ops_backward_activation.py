@@ -432,3 +432,107 @@ def test_reduced_precision_rounds_as_the_kernels(dtype):
 
     args = (g, x, t, p, q, w, logp, tw, torch.tensor(0.7), labels)
     check_model(Fn(fn), tuple(a.to(dtype) if a.is_floating_point() else a for a in args), atol=0, rtol=0)
+
+
+# -- log_sigmoid_forward (ops/activation.py), the forward op AOTAutograd's graphs hold for F.logsigmoid --------
+#: large magnitudes on both sides (no overflow, tiny tails), the kernel's boundaries, +-inf and NaN
+LOGSIG_EDGES = torch.tensor(
+    [-100.0, -30.0, -3.0, -0.5, 0.0, 0.5, 3.0, 23.0, 30.0, 100.0, float("inf"), float("-inf"), float("nan"), -1.0]
+)
+
+
+def _log_sigmoid_step(g, x):
+    """Forward then backward, as a training step's graphs chain them (the buffer saved for the backward)."""
+    out, buffer = A.log_sigmoid_forward.default(x)
+    return out, buffer, A.log_sigmoid_backward.default(g, x, buffer)
+
+
+def test_log_sigmoid_forward():
+    x = torch.cat([LOGSIG_EDGES, torch.rand(14) * 8 - 4]).reshape(2, 14)
+    model = Fn(lambda x: A.log_sigmoid_forward.default(x))
+    more = [((torch.randn(5, 14) * 10,), None)]
+    onx = check_model(model, (x,), dynamic_shapes=({0: "batch"},), more_inputs=more, atol=1e-6, rtol=1e-6)
+    out, buffer = _run(onx, x)
+    expected = F.logsigmoid(x)
+    np.testing.assert_allclose(out, expected.numpy(), atol=1e-6, rtol=1e-6)
+    np.testing.assert_allclose(buffer, torch.exp(-x.abs()).numpy(), rtol=1e-6)  # the CPU kernel's buffer, exp(-|x|)
+    assert out[0, 0] == -100 and np.isneginf(out[0, 11]) and out[0, 10] == 0 and np.isnan(out[0, 12])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_log_sigmoid_forward_dtypes(dtype):
+    """Computed in float32 for float16 and bfloat16, the output and the buffer rounded once to the dtype, as the
+    CPU kernel: the buffer within one unit in the last place of the dtype."""
+    x = torch.cat([LOGSIG_EDGES, torch.rand(14) * 8 - 4]).reshape(2, 14).to(dtype)
+    tol = 1e-6 if dtype == torch.float64 else 1e-2
+    onx = check_model(Fn(lambda x: A.log_sigmoid_forward.default(x)), (x,), atol=tol, rtol=tol)
+    got = _run(onx, x)[1]
+    expected = A.log_sigmoid_forward.default(x)[1]
+    assert got.dtype.itemsize == expected.element_size()
+    np.testing.assert_allclose(got.astype(np.float64), expected.double().numpy(), atol=0, rtol=torch.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_log_sigmoid_forward_backward_matches_autograd(dtype):
+    x = torch.cat([LOGSIG_EDGES[:10], torch.rand(18) * 8 - 4]).reshape(4, 7)
+    g = torch.randn(4, 7)
+    tol = 1e-6 if dtype == torch.float32 else 1e-2
+    args = (g.to(dtype), x.to(dtype))
+    more = [((G2.to(dtype), X2.to(dtype)), None)]
+    onx = check_model(Fn(_log_sigmoid_step), args, dynamic_shapes=DYN2, more_inputs=more, atol=tol, rtol=tol)
+    out, _, grad = (r.astype(np.float32) if r.dtype.name == "bfloat16" else r for r in _run(onx, *args))
+    xd = x.to(dtype).double()
+    np.testing.assert_allclose(out.astype(np.float64), F.logsigmoid(xd).numpy(), atol=tol, rtol=tol)
+    expected = _autograd(F.logsigmoid, xd, g.to(dtype).double())
+    np.testing.assert_allclose(grad.astype(np.float64), expected, atol=tol, rtol=tol)
+
+
+def test_log_sigmoid_forward_cuda_buffer_is_empty():
+    """A graph traced for CUDA holds an empty buffer (the CUDA kernel saves none; PyTorch's decomposition too):
+    the forward gives it empty and the backward recomputes exp(-|x|)."""
+    x = _with_edges(torch.rand(4, 7) * 8 - 4)
+    ep = torch.export.export(Fn(_log_sigmoid_step), (G, x))
+    (node,) = [n for n in ep.graph.nodes if n.target is A.log_sigmoid_forward.default]
+    empty = node.meta["val"][1].new_empty((0,))  # what a CUDA trace records
+    node.meta["val"] = (node.meta["val"][0], empty)
+    for user in node.users:
+        if user.args[1] == 1:
+            user.meta["val"] = empty
+    onx = to_onnx(ep)
+    out, buffer, grad = _run(onx, G, x)
+    assert buffer.shape == (0,) and buffer.dtype == np.float32
+    np.testing.assert_allclose(out, F.logsigmoid(x).numpy(), atol=1e-6)
+    np.testing.assert_allclose(grad, _autograd(F.logsigmoid, x, G), atol=1e-6, rtol=1e-5)
+
+
+def test_log_sigmoid_aot_autograd_graphs():
+    """The graphs torch.compile hands a backend for F.logsigmoid hold log_sigmoid_forward (its buffer saved for
+    the backward) and log_sigmoid_backward: both convert, and chained they give autograd's gradient."""
+    from functorch.compile import aot_function
+
+    graphs = {}
+
+    def compiler(name):
+        def compile(gm, example_inputs):
+            def run(inputs):
+                graphs[name] = (gm, tuple(a.detach().clone() for a in inputs))
+                return gm(*inputs)
+
+            run._boxed_call = True
+            return run
+
+        return compile
+
+    x = X.clone().requires_grad_()
+    out = aot_function(F.logsigmoid, fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(x)
+    out.backward(G)
+    forward, fw_inputs = graphs["forward"]
+    backward, bw_inputs = graphs["backward"]
+    assert any(n.target is A.log_sigmoid_forward.default for n in forward.graph.nodes)
+    assert any(n.target is A.log_sigmoid_backward.default for n in backward.graph.nodes)
+    fw_onx = check_model(forward, fw_inputs, atol=1e-6, rtol=1e-6)
+    saved = _run(fw_onx, *fw_inputs)[1:]  # what the forward graph saves for the backward (x, buffer)
+    bw_onx = check_model(backward, bw_inputs, atol=1e-6, rtol=1e-6)
+    feeds = [torch.from_numpy(s) for s in saved] + [G]
+    assert [tuple(t.shape) for t in feeds] == [tuple(t.shape) for t in bw_inputs]
+    np.testing.assert_allclose(_run(bw_onx, *feeds)[0], _autograd(F.logsigmoid, X, G), atol=1e-6, rtol=1e-5)

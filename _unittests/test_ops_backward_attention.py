@@ -407,3 +407,172 @@ def test_dropout_raises(name):
         to_onnx(Fn(fn), args)
     assert f"_scaled_dot_product_{op[name.replace('_backward', '')]}" in str(info.value)
     assert "not supported" in str(info.value)
+
+
+# -- _scaled_dot_product_cudnn_attention (PyTorch's first choice on H100), exported on the CPU: against autograd --
+CUDNN = aten._scaled_dot_product_cudnn_attention.default
+CUDNN_BWD = aten._scaled_dot_product_cudnn_attention_backward.default
+CUDNN_CASES = [
+    "plain", "scale", "causal", "causal_L<S", "causal_L>S", "mask_2d", "mask_3d", "mask_4d", "mask_full",
+    "mask_and_causal", "masked_rows", "gqa", "gqa_mask",
+]
+
+
+def cudnn_case(name, dtype=torch.float32):
+    """(q, k, v, bias, op keyword arguments) of a cuDNN case: those of :func:`case`, and a 3-D bias [1, L, S],
+    a full bias [B, H, L, S], a bias with grouped-query heads."""
+    base = {"mask_3d": "mask_2d", "mask_full": "mask_4d", "gqa_mask": "gqa"}.get(name, name)
+    q, k, v, mask, kw = case(base, dtype, mask_kind="full" if name == "mask_full" else None)
+    if name == "mask_3d":
+        mask = mask[None]
+    if name == "gqa_mask":
+        mask = torch.randn(q.shape[0], 1, q.shape[2], k.shape[2]).to(dtype)
+    return q, k, v, mask, kw
+
+
+def cudnn_step(causal, scale=None):
+    """Forward then backward, as a training step's graphs chain them; the bias (if any) last."""
+
+    def step(g, q, k, v, b=None):
+        r = CUDNN(q, k, v, b, True, 0.0, causal, scale=scale)
+        grads = CUDNN_BWD(g, q, k, v, r[0], r[1], r[6], r[7], b, r[2], r[3], r[4], r[5], 0.0, causal, scale=scale)
+        return (r[0], r[1], *grads)
+
+    return Fn(step)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", CUDNN_CASES)
+def test_cudnn(name, dtype):
+    """Causal from the top left (cuDNN's set_causal_mask, PyTorch's is_causal): with L > S every row keeps key 0;
+    the logsumexp [B, H, L, 1] float32; a row whose bias is -inf everywhere gives 0, a logsumexp of -inf and
+    gradients 0."""
+    q, k, v, mask, kw = cudnn_case(name, dtype)
+    g = torch.randn(q.shape).to(dtype)
+    causal, scale = kw.get("is_causal", False), kw.get("scale")
+    args = (g, q, k, v) if mask is None else (g, q, k, v, mask)
+    onx = to_onnx(cudnn_step(causal, scale), args)
+    assert onx.graph.output[1].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    got = run_onnx(cudnn_step(causal, scale), args)
+    expected = reference(q, k, v, g, mask, causal, scale, hidden_lse=-math.inf)[:5]  # the bias has no gradient
+    assert got[1].shape == (*q.shape[:3], 1)
+    got[1] = got[1][..., 0]
+    assert len(got) == 5
+    for a, e in zip(got, expected):
+        assert_close(a, e, TOL[dtype])
+    if name == "masked_rows":
+        assert (got[0][0, :, 1] == 0).all() and np.isneginf(got[1][0, :, 1]).all() and (got[2][0, :, 1] == 0).all()
+        assert np.isfinite(got[1][0, :, 0]).all()
+
+
+def test_cudnn_backward_from_reference():
+    """The backward alone, fed the float64 reference's output and logsumexp (-inf on the masked rows, as cuDNN
+    documents; +inf or a finite value give the same): autograd's gradients."""
+    q, k, v, mask, _ = cudnn_case("masked_rows")
+    g = torch.randn(q.shape)
+    out, lse, *grads = reference(q, k, v, g, mask, hidden_lse=-math.inf)
+    zeros = torch.zeros((), dtype=torch.int64)
+
+    def bwd(g, q, k, v, out, lse, b):
+        return CUDNN_BWD(g, q, k, v, out, lse, zeros, zeros, b, None, None, 5, 6, 0.0, False)
+
+    for hidden in (-math.inf, math.inf, 3.0):
+        lse4 = torch.from_numpy(np.where(np.isneginf(lse), hidden, lse)).float()[..., None]
+        got = run_onnx(Fn(bwd), (g, q, k, v, torch.from_numpy(out).float(), lse4, mask))
+        for a, e in zip(got, grads[:3]):
+            assert_close(a, e, 1e-4)
+
+
+def test_cudnn_float64():
+    """Computed in float64; the logsumexp kept in float32 (the meta kernel's dtype), so the gradients, which read
+    it, to float32's precision."""
+    q, k, v, mask, _ = cudnn_case("masked_rows", torch.float64)
+    g = torch.randn(q.shape, dtype=torch.float64)
+    got = run_onnx(cudnn_step(False), (g, q, k, v, mask))
+    assert got[0].dtype == np.float64 and got[1].dtype == np.float32  # the meta kernel's float32 logsumexp
+    got[1] = got[1][..., 0]
+    for a, e, tol in zip(got, reference(q, k, v, g, mask, hidden_lse=-math.inf), (1e-10, 1e-6, 1e-6, 1e-6, 1e-6)):
+        assert_close(a, e, tol)
+
+
+@pytest.mark.parametrize("name", ["causal_L<S", "mask_4d", "gqa"])
+def test_cudnn_dynamic(name):
+    q, k, v, mask, kw = cudnn_case(name)
+    causal = kw.get("is_causal", False)
+    g = torch.randn(q.shape)
+    dq, dkv = {0: "batch", 2: "L"}, {0: "batch", 2: "S"}
+    args, dyn = (g, q, k, v), (dq, dq, dkv, dkv)
+    if mask is not None:
+        args, dyn = (*args, mask), (*dyn, {0: "batch", 2: "L", 3: "S"})
+    onx = to_onnx(cudnn_step(causal), args, dynamic_shapes=dyn)
+    dims = [d.dim_param for d in onx.graph.output[1].type.tensor_type.shape.dim]
+    assert dims[0] == "batch" and dims[2] == "L" and onx.graph.output[1].type.tensor_type.shape.dim[3].dim_value == 1
+    sess = InferenceSession(onx, providers=["CPUExecutionProvider"])
+    q2, k2, v2 = qkv(b=3, lq=7, s=9, hk=k.shape[1])
+    g2 = torch.randn(q2.shape)
+    args2 = (g2, q2, k2, v2) if mask is None else (g2, q2, k2, v2, torch.randn(3, 1, 7, 9))
+    got = sess.run(None, dict(zip([i.name for i in onx.graph.input], args2)))
+    got[1] = got[1][..., 0]
+    for a, e in zip(got, reference(*args2[1:4], g2, args2[4] if mask is not None else None, causal)):
+        assert_close(a, e, 1e-4)
+
+
+def test_cudnn_autograd_graph():
+    """The backward node as autograd's formula emits it (traced on fake tensors: the bias, None for cum_seq_q and
+    cum_seq_k, max_q and max_k as ints) converts and gives autograd's gradients; the forward's other outputs:
+    max_q, max_k and the philox seed and offset (0-D int64)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    q, k, v, mask, _ = cudnn_case("gqa_mask")
+    g = torch.randn(q.shape)
+
+    def train(g, q, k, v, b):
+        q, k, v = (t.requires_grad_() for t in (q, k, v))
+        r = CUDNN(q, k, v, b, True, 0.0, True, scale=0.3)
+        return (r[0], *torch.autograd.grad(r[0], (q, k, v), g), r[4], r[5], r[6], r[7])
+
+    gm = make_fx(train, tracing_mode="fake")(g, q, k, v, mask)
+    (node,) = [n for n in gm.graph.nodes if n.target is CUDNN_BWD]
+    assert node.args[8].op == "placeholder" and node.args[9:13] == (None, None, 5, 6)
+    got = run_onnx(gm, (g, q, k, v, mask))
+    expected = reference(q, k, v, g, mask, True, 0.3)
+    for a, e in zip(got[:4], expected[:1] + expected[2:]):
+        assert_close(a, e, 1e-4)
+    assert [int(x) for x in got[4:6]] == [5, 6]
+    assert all(x.shape == () and x.dtype == np.int64 for x in got[6:])
+
+
+def test_cudnn_logsumexp_not_read():
+    q, k, v, mask, _ = cudnn_case("mask_4d")
+    onx = to_onnx(Fn(lambda q, k, v, b: CUDNN(q, k, v, b, False)[0]), (q, k, v, mask))
+    assert "Log" not in [n.op_type for n in onx.graph.node]
+    out = run_onnx(Fn(lambda q, k, v, b: CUDNN(q, k, v, b, False)[0]), (q, k, v, mask))[0]
+    assert_close(out, reference(q, k, v, torch.zeros(q.shape), mask)[0], 1e-4)
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+def test_cudnn_dropout_raises(backward):
+    q = torch.randn(2, 4, 5, 8)
+    lse, zeros = torch.randn(2, 4, 5, 1), torch.zeros((), dtype=torch.int64)
+    if backward:
+
+        def bwd(g, q, k, v, o, lse):
+            return CUDNN_BWD(g, q, k, v, o, lse, zeros, zeros, None, None, None, 5, 5, 0.1, False)[0]
+
+        fn, args = Fn(bwd), (q, q, q, q, q, lse)
+    else:
+        fn, args = Fn(lambda q, k, v: CUDNN(q, k, v, None, True, 0.1)[0]), (q, q, q)
+    with pytest.raises(ConversionError, match="dropout") as info:
+        to_onnx(fn, args)
+    assert "_scaled_dot_product_cudnn_attention" in str(info.value) and "not supported" in str(info.value)
+
+
+def test_cudnn_nested_raises():
+    q, lse = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 1)
+    zeros, cum = torch.zeros((), dtype=torch.int64), torch.tensor([0, 5, 10], dtype=torch.int32)
+
+    def bwd(g, q, k, v, o, lse, c):
+        return CUDNN_BWD(g, q, k, v, o, lse, zeros, zeros, None, c, c, 5, 5, 0.0, False)[0]
+
+    with pytest.raises(ConversionError, match="packed sequences"):
+        to_onnx(Fn(bwd), (q, q, q, q, q, lse, cum))

@@ -14,7 +14,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import INT64, kernel_op, opmath_dtype, where_typed
+from ._common import INT64, filled, kernel_op, opmath_dtype, static_shape, uses_output, where_typed
 
 Scalar = Any  # a Python number
 
@@ -209,6 +209,25 @@ def aten_log_sigmoid(ctx: NodeContext, self: ir.Value) -> ir.Value:
     x = ctx.cast(self, opmath_dtype(self.dtype))
     y = ctx.op("Neg", kernel_op(ctx, "Softplus", ctx.op("Neg", x), dtype=x.dtype))
     return ctx.cast(y, ctx.out_dtype)
+
+
+@register("aten::log_sigmoid_forward.default")
+def aten_log_sigmoid_forward(ctx: NodeContext, self: ir.Value) -> tuple[ir.Value, ir.Value | None]:
+    """log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)
+
+    ``output`` as ``log_sigmoid``; ``buffer`` the ``exp(-|x|)`` that PyTorch's CPU kernel saves for
+    ``log_sigmoid_backward`` (computed in float32 for float16 and bfloat16, stored in the input's dtype), or an
+    empty tensor where the graph was traced for CUDA, whose kernel leaves it empty.
+    """
+    buffer = None
+    if uses_output(ctx, 1):
+        if static_shape(ctx.val[1]) == [0]:
+            buffer = filled(ctx, ctx.const([0], INT64), ctx.out_dtype)
+        else:
+            x = ctx.cast(self, opmath_dtype(self.dtype))
+            b = kernel_op(ctx, "Exp", ctx.op("Neg", ctx.op("Abs", x)), dtype=x.dtype)
+            buffer = ctx.cast(b, ctx.out_dtype)
+    return aten_log_sigmoid(ctx, self), buffer
 
 
 @register("aten::glu.default")

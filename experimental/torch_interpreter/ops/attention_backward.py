@@ -8,14 +8,17 @@ exp(S - M)·V / Z, the saved logsumexp M + log Z (natural log, [B, H, L], float3
 recomputes P = exp(S - logsumexp) and ``dV = P^T·dO``, ``dS = P * (dO·V^T - rowsum(dO * O))``, ``dQ = dS·K * scale``,
 ``dK = dS^T·Q * scale``; a key and value of fewer heads (grouped-query attention) are repeated for the products
 and their gradients summed back over each group. A row that masks every key gives 0 and a logsumexp of 0 (+inf
-for the CUDA flash kernel), as the kernels do, and gradients 0.
+for the CUDA flash kernel, -inf for cuDNN as documented), as the kernels do, and gradients 0.
 
 * ``_scaled_dot_product_flash_attention_for_cpu`` (+ ``_backward``): a model running on the CPU;
 * ``_scaled_dot_product_efficient_attention`` (+ ``_backward``), CUDA: a bias instead of a mask, whose gradient
   is dS; the logsumexp padded with +inf to a multiple of 32 rows;
 * ``_scaled_dot_product_flash_attention`` (+ ``_backward``), CUDA: ``is_causal`` aligned to the bottom right
   (flash-attention 2; PyTorch's SDPA sets it only when L == S, ``CausalBias`` lower right when L != S); its
-  philox seed and offset are zeros, read by no converter.
+  philox seed and offset are zeros, read by no converter;
+* ``_scaled_dot_product_cudnn_attention`` (+ ``_backward``), CUDA, PyTorch's first choice on recent GPUs (H100):
+  a bias as the efficient kernel's but without gradient, ``is_causal`` from the top left, grouped-query heads; the
+  logsumexp [B, H, L, 1] (float32).
 
 Attention dropout (``dropout_p > 0``) draws its mask from PyTorch's random stream, which the model cannot
 reproduce, and the backward needs that same mask: a :class:`ConversionError`.
@@ -128,9 +131,10 @@ class _Sdpa:
         lower_right: bool = False,
         hidden_lse: float = 0.0,
         lse: bool = True,
+        keepdims: bool = False,
     ) -> tuple[ir.Value, ir.Value | None]:
-        """The output [B, H, L, Ev] and, with ``lse``, the logsumexp [B, H, L] (``hidden_lse`` on the rows that
-        mask every key), both in the computation type."""
+        """The output [B, H, L, Ev] and, with ``lse``, the logsumexp [B, H, L] ([B, H, L, 1] with ``keepdims``;
+        ``hidden_lse`` on the rows that mask every key), both in the computation type."""
         ctx, dtype = self.ctx, self.dtype
         s = self.scores(bias, is_causal, lower_right)
         axes = ctx.const([-1], INT64)
@@ -146,7 +150,7 @@ class _Sdpa:
         logsumexp = ctx.op("Add", top, ctx.op("Log", total))
         hidden = ctx.op("Equal", total, ctx.const(0.0, dtype))
         logsumexp = ctx.op("Where", hidden, ctx.const(hidden_lse, dtype), logsumexp)
-        return out, ctx.op("Squeeze", logsumexp, axes)
+        return out, logsumexp if keepdims else ctx.op("Squeeze", logsumexp, axes)
 
     def backward(
         self,
@@ -156,13 +160,16 @@ class _Sdpa:
         bias: ir.Value | None,
         is_causal: bool,
         lower_right: bool = False,
+        keepdims: bool = False,
     ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """dQ, dK, dV (the key's and value's heads) and dS (the gradient of the scores, that of a bias), in the
-        computation type, from the forward's output ``out`` and ``logsumexp`` [B, H, L]."""
+        computation type, from the forward's output ``out`` and ``logsumexp`` [B, H, L] ([B, H, L, 1] with
+        ``keepdims``)."""
         ctx, dtype = self.ctx, self.dtype
         axes = ctx.const([-1], INT64)
         s = self.scores(bias, is_causal, lower_right)
-        p = ctx.op("Exp", ctx.op("Sub", s, ctx.op("Unsqueeze", ctx.cast(logsumexp, dtype), axes)))
+        lse = ctx.cast(logsumexp, dtype)
+        p = ctx.op("Exp", ctx.op("Sub", s, lse if keepdims else ctx.op("Unsqueeze", lse, axes)))
         do = ctx.cast(grad_out, dtype)
         dv = ctx.op("MatMul", ctx.op("Transpose", p, perm=_T), do)
         dp = ctx.op("MatMul", do, ctx.op("Transpose", self.v, perm=_T))
@@ -379,4 +386,85 @@ def aten__scaled_dot_product_flash_attention_backward(
         raise ConversionError(f"{ctx.key}: packed sequences (cum_seq_q, nested tensors) are not supported")
     sdpa = _Sdpa(ctx, query, key, value, scale, first=1)
     dq, dk, dv, _ = sdpa.backward(grad_out, out, logsumexp, None, is_causal, lower_right=True)
+    return _typed(ctx, dq, 0), _typed(ctx, dk, 1), _typed(ctx, dv, 2)
+
+
+@register("aten::_scaled_dot_product_cudnn_attention.default")
+def aten__scaled_dot_product_cudnn_attention(
+    ctx: NodeContext,
+    query: ir.Value,
+    key: ir.Value,
+    value: ir.Value,
+    attn_bias: ir.Value | None,
+    compute_log_sumexp: bool,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    return_debug_mask: bool = False,
+    *,
+    scale: float | None = None,
+) -> tuple[Any, ...]:
+    """_scaled_dot_product_cudnn_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias,
+    bool compute_log_sumexp, float dropout_p=0., bool is_causal=False, bool return_debug_mask=False, *,
+    float? scale=None) -> (Tensor output, Tensor logsumexp, Tensor cum_seq_q, Tensor cum_seq_k, SymInt max_q,
+    SymInt max_k, Tensor philox_seed, Tensor philox_offset, Tensor debug_attn_mask)
+
+    The kernel (``_cudnn_attention_forward``, ATen's ``cudnn/MHA.cpp``) builds a cuDNN graph with
+    ``set_causal_mask(is_causal)``, cuDNN's causal mask from the top left (key j <= query i, PyTorch's documented
+    ``is_causal``), and adds ``attn_bias`` expanded to [B, 1 or H, L, S] (a 2-D or 3-D bias broadcast, as here);
+    ``scale`` defaults to 1/sqrt(E); the key and value may have fewer heads (grouped-query attention). Its softmax
+    statistics are the natural logsumexp of the scaled scores, [B, H, L, 1] float32 (the meta kernel's shape, whatever
+    ``compute_log_sumexp``: computed whenever the graph reads it). The philox seed and offset are 0-D int64 tensors
+    the kernel leaves unset without dropout (zeros here); the cumulative sequence lengths and the debug mask are
+    None (the kernel ignores ``return_debug_mask``).
+
+    A row whose bias is -inf for every key: output 0, PyTorch's SDPA convention, and a logsumexp of -inf, the
+    value cuDNN's maintainers give for it (cudnn-frontend issue 262); not checked on the kernel itself (no GPU).
+    """
+    _no_dropout(ctx, dropout_p)
+    sdpa = _Sdpa(ctx, query, key, value, scale)
+    out, lse = sdpa.forward(attn_bias, is_causal, hidden_lse=-math.inf, lse=uses_output(ctx, 1), keepdims=True)
+    return (
+        _typed(ctx, out, 0), _typed(ctx, lse, 1), None, None, sdpa.len_q, sdpa.len_k,
+        _zeros(ctx, 6), _zeros(ctx, 7), None,
+    )
+
+
+@register("aten::_scaled_dot_product_cudnn_attention_backward.default")
+def aten__scaled_dot_product_cudnn_attention_backward(
+    ctx: NodeContext,
+    grad_out: ir.Value,
+    query: ir.Value,
+    key: ir.Value,
+    value: ir.Value,
+    out: ir.Value,
+    logsumexp: ir.Value,
+    philox_seed: ir.Value,
+    philox_offset: ir.Value,
+    attn_bias: ir.Value | None,
+    cum_seq_q: ir.Value | None,
+    cum_seq_k: ir.Value | None,
+    max_q: Any,
+    max_k: Any,
+    dropout_p: float,
+    is_causal: bool,
+    *,
+    scale: float | None = None,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_scaled_dot_product_cudnn_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value,
+    Tensor out, Tensor logsumexp, Tensor philox_seed, Tensor philox_offset, Tensor attn_bias, Tensor cum_seq_q,
+    Tensor cum_seq_k, SymInt max_q, SymInt max_k, float dropout_p, bool is_causal, *, float? scale=None)
+    -> (Tensor, Tensor, Tensor)
+
+    The gradients of query, key and value (the bias has none: autograd refuses a bias that requires it), from the
+    logsumexp [B, H, L, 1]. On a row that masks every key they are 0 (PyTorch's convention): its logsumexp of -inf
+    is read as +inf, so that exp(S - logsumexp) is 0 there, not NaN. ``cum_seq_q`` or ``cum_seq_k`` given (the
+    nested, ragged kernel): a :class:`ConversionError`.
+    """
+    _no_dropout(ctx, dropout_p)
+    if cum_seq_q is not None or cum_seq_k is not None:
+        raise ConversionError(f"{ctx.key}: packed sequences (cum_seq_q, nested tensors) are not supported")
+    sdpa = _Sdpa(ctx, query, key, value, scale, first=1)
+    lse = ctx.cast(logsumexp, sdpa.dtype)
+    lse = ctx.op("Where", ctx.op("IsInf", lse, detect_positive=0), ctx.const(math.inf, sdpa.dtype), lse)
+    dq, dk, dv, _ = sdpa.backward(grad_out, out, lse, attn_bias, is_causal, keepdims=True)
     return _typed(ctx, dq, 0), _typed(ctx, dk, 1), _typed(ctx, dv, 2)
