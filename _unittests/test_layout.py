@@ -35,7 +35,7 @@ RULES = {
     "runtime": "InferenceSession and PythonOp at run time: base and contract",
     "investigate": "comparison engine, repro, report: base, translation, runtime; find_discrepancies exports too",
     "training": "the torch.compile backend (AOTAutograd's graphs translated and run in onnxruntime): base, contract, "
-                "translation, optimize, runtime",
+                "translation, optimize, runtime, investigate (verify=True compares a graph node by node)",
     "front": "to_onnx, the command line, bypass_export_some_errors, the package root: anything",
 }
 
@@ -67,7 +67,7 @@ MAY_IMPORT = {
     "optimize": {"base", "optimize"},
     "runtime": {"base", "contract", "runtime"},
     "investigate": {"base", "contract", "translation", "runtime", "investigate"},
-    "training": {"base", "contract", "translation", "optimize", "runtime", "training"},
+    "training": {"base", "contract", "translation", "optimize", "runtime", "investigate", "training"},
     "front": set(RULES),
 }
 #: single modules allowed one more import: find_discrepancies exports the model it compares

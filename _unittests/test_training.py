@@ -256,6 +256,46 @@ def test_verify_finds_a_wrong_converter():
         torch.compile(model, backend=backend)(torch.randn(2, 3))
 
 
+class _GeluMlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(3, 4)
+        self.down = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.down(torch.nn.functional.gelu(self.up(x)))
+
+
+def test_verify_names_the_first_wrong_node_of_the_backward_graph():
+    from experimental.torch_interpreter.registry import Registry, default_registry
+
+    registry = Registry()
+    for key in default_registry.supported():
+        if key != "aten::gelu_backward.default":
+            registry.register(key)(default_registry.get(key))
+
+    @registry.register("aten::gelu_backward.default")
+    def wrong_gelu_backward(ctx, grad, x, approximate="none"):
+        return grad  # no ONNX node of its own: the gradient of the next layer handed back unchanged
+
+    torch.manual_seed(0)
+    backend = OrtBackend(BackendOptions(providers="cpu", verify=True, registry=registry))
+    out = torch.compile(_GeluMlp(), backend=backend)(torch.randn(5, 3))  # the forward graph passes
+    forward = next(g for g in backend.graphs if g["kind"] == "forward")
+    assert forward["runs_in"] == "onnxruntime" and forward["graph"].calls == 1
+    with pytest.raises(VerificationError) as caught:
+        out.sum().backward()
+    message = str(caught.value)
+    assert "backward_1: output" in message, message
+    assert "the first FX node that differs from PyTorch is\nFX node 'gelu_backward' (aten::gelu_backward.default)" in (
+        message
+    ), message
+    assert "test_training.py" in message and "torch.nn.functional.gelu(self.up(x))" in message, message
+    assert f"{wrong_gelu_backward.__module__}.{wrong_gelu_backward.__qualname__}" in message, message
+    first = caught.value.report.first
+    assert first.fx_node == "gelu_backward" and first.max_abs > 1e-3
+
+
 def test_options_are_checked():
     with pytest.raises(ValueError, match="fallback"):
         OrtBackend(fallback="maybe")

@@ -5,6 +5,7 @@ ONNX node of its own (``getitem``, ``alias``, ``detach``...) is found through th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import onnx_ir as ir
@@ -39,19 +40,45 @@ def pick(value: Any, path: tuple[int, ...]) -> Any:
 
 
 class Aligner:
-    """Finds the ONNX value standing for each (FX node, output) of the top-level graph."""
+    """Finds the ONNX value standing for each (FX node, output) of the top-level graph ``graph``.
+
+    ``inputs`` holds PyTorch's value of each placeholder by name, ``outputs`` the ONNX graph output standing for
+    an FX node the model returns (renamed ``logits``...), ``placeholders`` the ONNX input or weight standing for a
+    placeholder; ``values`` adds ONNX values by FX output tag (``name``, ``name:1``, as ``metadata_props[FX_OUTPUT]``
+    writes them) to those the model's tags give: the value a converter returned when it made no node of its own
+    and the value already had a tag (an input handed back as it is). :meth:`exported` builds one for an
+    ``ExportedProgram``.
+    """
 
     def __init__(
-        self, ep: torch.export.ExportedProgram, model: ir.Model, torch_results: dict[str, Any], inputs: dict[str, Any]
+        self,
+        graph: torch.fx.Graph,
+        model: ir.Model,
+        torch_results: dict[str, Any],
+        inputs: Mapping[str, Any],
+        outputs: Mapping[str, ir.Value] | None = None,
+        placeholders: Mapping[str, ir.Value] | None = None,
+        values: Mapping[str, ir.Value] | None = None,
     ):
         self.groups = fx_groups(model.graph)
         self.tags = fx_outputs(model.graph)
+        for tag, value in (values or {}).items():
+            self.tags.setdefault(tag, value)
         self.results = torch_results
-        self.nodes = {n.name: n for n in ep.graph.nodes}
-        self.outputs = self._graph_outputs(ep, model)
-        self.placeholders = self._placeholders(ep, model)
+        self.nodes = {n.name: n for n in graph.nodes}
+        self.outputs = dict(outputs or {})
+        self.placeholders = dict(placeholders or {})
         self.inputs = inputs
         self.missing_reason: dict[str, str] = {}
+
+    @classmethod
+    def exported(
+        cls, ep: torch.export.ExportedProgram, model: ir.Model, torch_results: dict[str, Any], inputs: dict[str, Any]
+    ) -> Aligner:
+        """The aligner of ``model`` translated from ``ep`` (outputs and weights found through ``ep``'s signature)."""
+        return cls(
+            ep.graph, model, torch_results, inputs, cls._graph_outputs(ep, model), cls._placeholders(ep, model)
+        )
 
     @staticmethod
     def _graph_outputs(ep: torch.export.ExportedProgram, model: ir.Model) -> dict[str, ir.Value]:

@@ -4,11 +4,14 @@ off (:mod:`.onnx_run`); both are aligned (:mod:`.alignment`) and compared in gra
 
 :func:`compare_exported` compares a model already exported: ``to_onnx(..., verify=True)`` calls it
 (:mod:`.verify`) and so does :func:`~experimental.torch_interpreter.find_discrepancies`, which exports first.
+:func:`compare_graph_module` compares the translation of a graph that was not exported (the ``torch.compile``
+backend's ``verify=True`` calls it on AOTAutograd's graphs); both share :func:`compare_graph`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +28,7 @@ from .alignment import Aligner, index_path, pick
 from .compare import compare_arrays
 from .discrepancy_report import DiscrepancyReport, NodeDiscrepancy
 from .onnx_run import observed, run_unoptimized
-from .torch_run import flat_inputs, run_exported_program, user_inputs
+from .torch_run import flat_inputs, run_exported_program, run_graph_module, user_inputs
 
 #: one output of an FX node: its index path, the ONNX value standing for it (None: not found), the FX node it was
 #: found under
@@ -58,12 +61,107 @@ def compare_exported(
     torch_done = time.perf_counter()
 
     placeholders = [n.name for n in ep.graph.nodes if n.op == "placeholder"]
-    aligner = Aligner(ep, model, torch_results, dict(zip(placeholders, flat_all)))
+    aligner = Aligner.exported(ep, model, torch_results, dict(zip(placeholders, flat_all)))
+    report, onnx_results = compare_graph(ep.graph, model, aligner, feeds, atol, rtol)
+    context = ComparisonContext(ep, model, torch_results, onnx_results, feeds, flat_user)
+    for row in report.rows:
+        row._context = context
+    report.seconds = {"torch": torch_done - begin, **report.seconds}
+    return report
+
+
+def compare_graph_module(
+    gm: torch.fx.GraphModule,
+    model: ir.Model,
+    inputs: Sequence[Any],
+    input_indices: Sequence[int] | None = None,
+    output_nodes: Sequence[str] | None = None,
+    values: Mapping[str, ir.Value] | None = None,
+    atol: float = 1e-4,
+    rtol: float = 1e-3,
+) -> DiscrepancyReport:
+    """Compares the ONNX ``model`` translated from ``gm`` (a graph that was not exported: one of AOTAutograd's
+    forward or backward graphs) with ``gm`` run node by node on ``inputs`` (one per placeholder, in order),
+    FX node by FX node; ``model`` is left unchanged. The rows have no repro (:meth:`NodeDiscrepancy.save_repro`
+    needs an exported program).
+
+    :param input_indices: for each input of ``model``, the index of the placeholder it reads (default: the
+        placeholders holding tensors or dynamic sizes, in order)
+    :param output_nodes: for each output of ``model``, the name of the FX node it returns (default: none known,
+        the values' tags are enough unless an output was renamed)
+    :param values: ONNX values by FX output tag (``name``, ``name:1``) the model's tags do not give (see
+        :class:`~.alignment.Aligner`)
+
+    >>> from torch.fx.experimental.proxy_tensor import make_fx
+    >>> from experimental.torch_interpreter import ops  # fills the registry
+    >>> from experimental.torch_interpreter.builder import GraphBuilder
+    >>> from experimental.torch_interpreter.interpreter import Interpreter
+    >>> from experimental.torch_interpreter.registry import default_registry
+    >>> gm = make_fx(lambda x: torch.relu(x) * 2, tracing_mode="fake")(torch.randn(3))
+    >>> builder = GraphBuilder(18)
+    >>> [x] = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    >>> [y] = Interpreter(builder, default_registry, {}).run(gm, {x: builder.input("x", ir.DataType.FLOAT, [3])})
+    >>> builder.output(y, "y")
+    >>> report = compare_graph_module(gm, builder.to_model(), [torch.tensor([-1.0, 0.5, 2.0])])
+    >>> [(r.fx_node, r.ok) for r in report.rows]
+    [('relu', True), ('mul', True)]
+    """
+    begin = time.perf_counter()
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(inputs):
+        raise InputMismatchError(f"the graph has {len(placeholders)} inputs, {len(inputs)} were given")
+    if input_indices is None:
+        input_indices = [
+            i for i, (n, v) in enumerate(zip(placeholders, inputs))
+            if isinstance(n.meta.get("val", v), (torch.Tensor, torch.SymInt))
+        ]
+    graph_inputs = list(model.graph.inputs)
+    if len(graph_inputs) != len(input_indices):
+        raise InputMismatchError(
+            f"the ONNX model has {len(graph_inputs)} inputs but {len(input_indices)} placeholders are given to it"
+        )
+    # the model runs on the CPU (run_unoptimized), wherever the graph's inputs are
+    feeds = {value.name: _feed(inputs[index], "cpu") for value, index in zip(graph_inputs, input_indices)}
+    torch_results, _ = run_graph_module(gm, inputs)
+    torch_done = time.perf_counter()
+
+    outputs = {
+        name: value
+        for name, value in zip(output_nodes or [], model.graph.outputs)
+        if value.producer() is not None
+    }
+    aligner = Aligner(
+        gm.graph,
+        model,
+        torch_results,
+        {n.name: v for n, v in zip(placeholders, inputs)},
+        outputs,
+        {placeholders[index].name: value for value, index in zip(graph_inputs, input_indices)},
+        values,
+    )
+    report, _ = compare_graph(gm.graph, model, aligner, feeds, atol, rtol)
+    report.seconds = {"torch": torch_done - begin, **report.seconds}
+    return report
+
+
+def compare_graph(
+    graph: torch.fx.Graph,
+    model: ir.Model,
+    aligner: Aligner,
+    feeds: dict[str, Any],
+    atol: float,
+    rtol: float,
+) -> tuple[DiscrepancyReport, dict[str, np.ndarray]]:
+    """The comparison once PyTorch has run (``aligner.results``): the ONNX value of every ``call_function`` node
+    of ``graph`` producing tensors is found by ``aligner``, ``model`` runs once on ``feeds`` with those values as
+    outputs, both are compared in graph order. Returns the report (its ``seconds`` for onnxruntime and the
+    comparison) and onnxruntime's results by value name."""
+    begin = time.perf_counter()
     plan: list[tuple[torch.fx.Node, list[Entry]]] = []
     skipped: list[tuple[str, str]] = []
     types: dict[str, ir.TypeProtocol] = {}
     total = 0
-    for node in ep.graph.nodes:
+    for node in graph.nodes:
         if node.op != "call_function":
             continue
         paths = index_path(node.meta.get("val"))
@@ -91,23 +189,25 @@ def compare_exported(
     onnx_results.update(known)
     onnx_done = time.perf_counter()
 
-    context = ComparisonContext(ep, model, torch_results, onnx_results, feeds, flat_user)
     rows = []
     for position, (node, entries) in enumerate(plan):
-        row = _compare_node(node, entries, torch_results[node.name], onnx_results, atol, rtol)
+        row = _compare_node(node, entries, aligner.results[node.name], onnx_results, atol, rtol)
         if row is None:
             skipped.append((node.name, "its ONNX value could not be observed (untyped)"))
             continue
         row.position = position
-        row._context = context
         rows.append(row)
     report = DiscrepancyReport(rows, skipped, total, atol, rtol)
-    report.seconds = {
-        "torch": torch_done - begin,
-        "onnxruntime": onnx_done - torch_done,
-        "compare": time.perf_counter() - onnx_done,
-    }
-    return report
+    report.seconds = {"onnxruntime": onnx_done - begin, "compare": time.perf_counter() - onnx_done}
+    return report, onnx_results
+
+
+def _feed(value: Any, device: str | None = None) -> Any:
+    """An onnxruntime feed: a detached copy of a tensor (on ``device`` if given), an int64 scalar for a size."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach()
+        return value.clone() if device is None else value.to(device, copy=True)
+    return np.array(int(value), dtype=np.int64)
 
 
 @dataclass
@@ -194,8 +294,5 @@ def onnx_feeds(
             f"the ONNX model has {len(names)} inputs {names} but the exported program takes {len(values)} "
             "tensors or dynamic sizes: was it exported from this model?"
         )
-    feeds = {
-        name: (v.detach().clone() if isinstance(v, torch.Tensor) else np.array(int(v), dtype=np.int64))
-        for name, v in zip(names, values)
-    }
+    feeds = {name: _feed(v) for name, v in zip(names, values)}
     return feeds, user, flat

@@ -1,4 +1,5 @@
-"""Runs an ``ExportedProgram`` node by node in PyTorch and keeps every FX node's result."""
+"""Runs an ``ExportedProgram``, or any ``GraphModule`` on flat inputs, node by node in PyTorch and keeps every FX
+node's result."""
 
 from __future__ import annotations
 
@@ -49,6 +50,27 @@ class _Recorder(torch.fx.Interpreter):
         return result
 
 
+def run_graph_module(
+    gm: torch.fx.GraphModule, inputs: Any, clone: bool = True
+) -> tuple[dict[str, Any], list[Any]]:
+    """Runs ``gm`` on ``inputs`` (one per placeholder, in order; with ``clone``, the tensors are cloned first: the
+    graph may modify its inputs in place) without gradients; returns the result of every top-level
+    ``call_function`` node by FX name, and the flat outputs of the graph.
+
+    >>> import torch
+    >>> gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+    >>> results, outputs = run_graph_module(gm, [torch.tensor([-1.0, 2.0])])
+    >>> sorted(results), outputs
+    (['add', 'relu'], [tensor([1., 3.])])
+    """
+    flat = [t.detach().clone() if clone and isinstance(t, torch.Tensor) else t for t in inputs]
+    recorder = _Recorder(gm)
+    with torch.no_grad():
+        outputs = recorder.run(*flat, enable_io_processing=False)
+    flat_out = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    return recorder.results, flat_out
+
+
 def run_exported_program(
     ep: torch.export.ExportedProgram, args: Any, kwargs: dict[str, Any] | None
 ) -> tuple[dict[str, Any], list[Any]]:
@@ -62,9 +84,4 @@ def run_exported_program(
     (['linear', 'relu'], 1)
     """
     args, kwargs = copy.deepcopy((args, kwargs))  # the graph may modify its inputs in place
-    flat = flat_inputs(ep, args, kwargs)
-    recorder = _Recorder(ep.graph_module)
-    with torch.no_grad():
-        outputs = recorder.run(*flat, enable_io_processing=False)
-    flat_out = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-    return recorder.results, flat_out
+    return run_graph_module(ep.graph_module, flat_inputs(ep, args, kwargs), clone=False)

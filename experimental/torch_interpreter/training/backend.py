@@ -183,7 +183,7 @@ class OrtBackend:
             name, len(gm.graph.nodes), len(translated.model.graph.node), provider,
         )
         if options.verify:
-            return verified(compiled, gm, options.rtol, options.atol)
+            return verified(compiled, gm, options.rtol, options.atol, options.registry or default_registry)
         return compiled
 
 
