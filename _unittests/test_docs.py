@@ -30,6 +30,8 @@ PAGES = [
     "auto_examples/plot_3_errors.html",
     "auto_examples/plot_4_investigate.html",
     "auto_examples/plot_5_compare_dynamo.html",
+    "auto_examples/plot_6_training.html",
+    "training.html",
 ]
 
 
@@ -66,6 +68,9 @@ def test_docs_build(tmp_path):
     for page in ("plot_1_torch_export", "plot_2b_custom_code", "plot_2c_llm_cache", "plot_2d_custom_kernels",
                  "plot_3_errors", "plot_4_investigate"):
         assert any(name.startswith(f"sphx_glr_{page}_001") for name in images), (page, images)
+    training = _read(str(html / "auto_examples" / "plot_6_training.html"))
+    assert "PythonOpGrad" in training and "EagerFallbackWarning" in training
+    assert any(name.startswith("sphx_glr_plot_6_training_001") for name in images), images
     investigate = _read(str(html / "auto_examples" / "plot_4_investigate.html"))
     assert "aten::silu.default" in investigate and "VerificationError" in investigate
     assert "custom.css" in investigate  # code and printed errors wrap
@@ -75,7 +80,7 @@ def test_docs_build(tmp_path):
     assert "aten::linear.default" in supported and "higher_order::scan" in supported
     assert "demo::scaled_tanh" not in supported  # registered by an example, not by the project
     api = _read(str(html / "api.html"))
-    for name in ("to_onnx", "InferenceSession", "UnsupportedOpError", "Registry", "NodeContext"):
+    for name in ("to_onnx", "InferenceSession", "UnsupportedOpError", "Registry", "NodeContext", "OrtBackend"):
         assert name in api, name
 
     # a quiet build: Sphinx's progress and warnings, not the INFO records of the libraries the examples use

@@ -20,7 +20,7 @@ LAYOUT_TEST = os.path.join(HERE, "..", "..", "_unittests", "test_layout.py")
 POSITIONS = {
     "front": (1.8, 3.0),
     "investigate": (3.0, 2.15),
-    "training": (0.6, 2.15),
+    "training": (0.0, 3.0),
     "capture": (0.0, 1.3),
     "translation": (1.2, 1.3),
     "optimize": (2.4, 1.3),
