@@ -39,6 +39,10 @@ class OrtGraph:
         options = ort.SessionOptions()
         # PyTorch runs between two graphs (the loss, the optimizer): onnxruntime's threads must not spin then
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # the outputs go to PyTorch, which keeps them (activations for the backward): an arena would hold a second
+        # pool beside PyTorch's; without it the peak memory of a medium Llama step fell from 1.93x to 1.50x eager's,
+        # at the same speed (benchmarks/bench_training.py)
+        options.enable_cpu_mem_arena = False
         self.session = InferenceSession(translated.model, providers=[ONNXRUNTIME_NAMES[provider]], sess_options=options)
         self._names = [i.name for i in self.session.get_inputs()]
         self.calls = 0
