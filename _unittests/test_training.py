@@ -311,3 +311,26 @@ def test_registered_backend_name():
     x = torch.randn(4, 3)
     got = torch.compile(model, backend="aten2onnx", options={"providers": "cpu", "fallback": "raise"})(x)
     torch.testing.assert_close(got, model(x))
+
+
+def test_a_graph_onnxruntime_refuses_runs_eagerly():
+    from experimental.torch_interpreter.registry import Registry, default_registry
+
+    registry = Registry()
+    for key in default_registry.supported():
+        if key != "aten::tanh.default":
+            registry.register(key)(default_registry.get(key))
+
+    @registry.register("aten::tanh.default")
+    def unknown_op(ctx, x):
+        return ctx.op("NoSuchOp", x, domain="nowhere.example")
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
+    x = torch.randn(2, 3)
+    backend = OrtBackend(providers="cpu", registry=registry)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.compile(model, backend=backend)(x)
+    torch.testing.assert_close(got, model(x))
+    messages = [str(w.message) for w in caught if issubclass(w.category, EagerFallbackWarning)]
+    assert messages and "onnxruntime cannot load the translated forward_1 graph" in messages[0], messages

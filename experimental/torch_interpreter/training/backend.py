@@ -17,11 +17,13 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+import onnxruntime as ort
 import torch
 import torch.fx
 from functorch.compile import aot_module_simplified, make_boxed_func
 
-from ..errors import EagerFallbackWarning, TorchInterpreterError, TorchInterpreterWarning
+from ..errors import ConversionError, EagerFallbackWarning, ProviderError, TorchInterpreterError, TorchInterpreterWarning
+from ..providers import ONNXRUNTIME_NAMES
 from ..python_op.capture import PYTHON_OP, Resolver, capture_autograd_functions
 from ..registry import default_registry
 from .compiled_graph import OrtGraph
@@ -159,12 +161,17 @@ class OrtBackend:
 
     def _translate(self, entry: dict[str, Any], gm: torch.fx.GraphModule, args: Sequence[Any], name: str) -> Any:
         options = self.options
-        provider = options.provider_for(_device(args))
         try:
+            provider = options.provider_for(_device(args))
+            if provider == "cuda" and ONNXRUNTIME_NAMES["cuda"] not in ort.get_available_providers():
+                raise ProviderError(
+                    "the graph's inputs are on a GPU but this onnxruntime has no CUDA provider: install "
+                    "onnxruntime-gpu (pip install -e '.[gpu]')"
+                )
             translated = translate_graph(
                 gm, args, options.registry or default_registry, options.target_opset, provider, options.optimize
             )
-            compiled = OrtGraph(translated, provider, name)
+            compiled = _session(translated, provider, name)
         except TorchInterpreterError as e:
             if options.fallback == "raise":
                 raise
@@ -185,6 +192,19 @@ class OrtBackend:
         if options.verify:
             return verified(compiled, gm, options.rtol, options.atol, options.registry or default_registry)
         return compiled
+
+
+def _session(translated: Any, provider: str, name: str) -> OrtGraph:
+    """The onnxruntime session of a translated graph; onnxruntime refusing the model is a conversion error (the
+    backend falls back to eager or raises it, as for an op without converter)."""
+    try:
+        return OrtGraph(translated, provider, name)
+    except TorchInterpreterError:
+        raise
+    except Exception as e:  # noqa: BLE001  (onnxruntime's own exception types)
+        raise ConversionError(
+            f"onnxruntime cannot load the translated {name} graph: {type(e).__name__}: {str(e)[:600]}"
+        ) from e
 
 
 @functools.cache
