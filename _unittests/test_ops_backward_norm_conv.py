@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model
+from helpers import Fn, check_model, op_types
 
 from experimental.torch_interpreter import InferenceSession
 
@@ -267,6 +267,29 @@ CONVS = {
     "conv_transpose2d": ((2, 4, 9, 8), (4, 3, 3, 2), [2, 3], [1, 0], [1, 2], True, [1, 0], 2),
     "conv_transpose2d_out_pad_dilation": ((2, 2, 5, 4), (2, 3, 3, 3), [1, 2], [1, 1], [3, 1], True, [2, 1], 1),
     "conv_transpose3d": ((2, 4, 3, 4, 5), (4, 2, 2, 2, 3), [2, 1, 2], [1, 0, 1], [1, 1, 2], True, [1, 0, 0], 2),
+    # the weight gradient by im2col: the windows stacked (narrow inputs), or one product per offset (16 channels on)
+    "conv1d_wide": ((2, 16, 11), (3, 16, 3), [2], [2], [2], False, [0], 1),
+    "conv1d_groups_one_row": ((2, 32, 9), (2, 16, 3), [2], [1], [2], False, [0], 2),
+    "conv2d_1x1": ((2, 16, 5, 4), (3, 16, 1, 1), [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+    "conv2d_groups": ((2, 8, 7, 6), (8, 4, 3, 3), [2, 1], [1, 2], [1, 2], False, [0, 0], 2),
+    "conv2d_groups_wide": ((2, 32, 6, 5), (8, 8, 2, 3), [1, 2], [0, 1], [2, 1], False, [0, 0], 4),
+    "conv2d_large_kernel": ((1, 2, 12, 11), (2, 2, 9, 8), [1, 1], [1, 0], [1, 1], False, [0, 0], 1),
+    "conv2d_wide": ((2, 16, 6, 5), (4, 16, 3, 3), [2, 1], [1, 1], [1, 2], False, [0, 0], 1),
+    "conv3d_groups": ((2, 8, 4, 5, 4), (8, 4, 2, 2, 2), [1, 2, 1], [0, 1, 1], [1, 1, 2], False, [0, 0, 0], 2),
+    "conv3d_plain": ((2, 3, 5, 6, 7), (4, 3, 2, 3, 2), [1, 2, 2], [1, 0, 1], [2, 1, 1], False, [0, 0, 0], 1),
+    "conv3d_wide": ((1, 16, 4, 5, 4), (2, 16, 2, 2, 2), [2, 1, 1], [1, 0, 1], [1, 2, 1], False, [0, 0, 0], 1),
+    "conv_transpose1d_wide": ((2, 4, 6), (4, 16, 3), [2], [1], [1], True, [1], 1),
+    "conv_transpose2d_groups": ((2, 8, 4, 5), (8, 4, 3, 3), [2, 2], [1, 0], [1, 2], True, [1, 0], 2),
+}
+
+#: name: how many matrix products (Gemm, MatMul) make the weight gradient: one of the stacked windows, one per
+#: kernel offset, or none: the convolution with the batch as channels (depthwise-like groups, > 64 offsets)
+WEIGHT_PRODUCTS = {
+    "conv1d": 1, "conv1d_groups_one_row": 3, "conv1d_wide": 3, "conv2d": 0, "conv2d_1x1": 1, "conv2d_depthwise": 0,
+    "conv2d_groups": 1, "conv2d_groups_wide": 6, "conv2d_large_kernel": 0, "conv2d_large_stride": 1,
+    "conv2d_plain": 1, "conv2d_wide": 9, "conv3d": 0, "conv3d_groups": 1, "conv3d_plain": 1, "conv3d_wide": 8,
+    "conv_transpose1d": 1, "conv_transpose1d_wide": 3, "conv_transpose2d": 0, "conv_transpose2d_groups": 1,
+    "conv_transpose2d_out_pad_dilation": 1, "conv_transpose3d": 0,
 }
 
 
@@ -306,6 +329,20 @@ def test_convolution_backward_autograd(name):
     _check_autograd(_conv_backward(config), (g, x, w), expected)
 
 
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_convolution_backward_weight_path(name):
+    """The weight gradient alone: by im2col (no Conv; one Gemm or MatMul of the stacked windows, or one per kernel
+    offset; no Slice for a 1 x 1 kernel) or, where it does not fit, the convolution with the batch as channels."""
+    args, config = _conv_case(name)
+    onx = check_model(_conv_backward(config, [False, True, False], bias=False), args, atol=1e-4)
+    ops = op_types(onx)
+    products = ops.count("Gemm") + ops.count("MatMul")
+    assert products == WEIGHT_PRODUCTS[name], ops
+    assert ("Conv" in ops) == (products == 0), ops
+    if name == "conv2d_1x1":
+        assert "Slice" not in ops and "Concat" not in ops, ops
+
+
 def test_conv2d_backward_matches_functional_autograd():
     torch.manual_seed(0)
     x, w, b = torch.randn(2, 4, 8, 7), torch.randn(6, 2, 3, 3), torch.randn(6)
@@ -328,7 +365,8 @@ def test_convolution_backward_masks(mask):
 
 
 @pytest.mark.parametrize(
-    "name", ["conv2d", "conv2d_large_stride", "conv_transpose2d", "conv_transpose2d_out_pad_dilation"]
+    "name", ["conv2d", "conv2d_large_stride", "conv_transpose2d", "conv_transpose2d_out_pad_dilation",
+             "conv2d_groups", "conv2d_groups_wide", "conv2d_wide", "conv_transpose2d_groups"],
 )
 def test_convolution_backward_dynamic(name):
     """Dynamic batch and spatial sizes (grad_output's independent of the input's): strides > 1 pad the full
@@ -343,7 +381,7 @@ def test_convolution_backward_dynamic(name):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("name", ["conv2d", "conv_transpose2d"])
+@pytest.mark.parametrize("name", ["conv2d", "conv_transpose2d", "conv2d_plain", "conv2d_groups_wide", "conv3d_wide"])
 def test_convolution_backward_half(name, dtype):
     args, config = _conv_case(name, dtype=dtype)
     tol = HALF_TOL[dtype]
@@ -356,6 +394,9 @@ def test_empty_batch():
     check_model(_layer_norm_backward([8]), (torch.randn(0, 3, 8), x, w, torch.randn(8)))
     args, config = _conv_case("conv2d", batch=0, sizes=[9, 8])
     check_model(_conv_backward(config), args)
+    for name in ("conv2d_plain", "conv2d_wide", "conv2d_groups", "conv2d_groups_wide"):
+        args, config = _conv_case(name, batch=0, sizes=CONVS[name][0][2:])
+        check_model(_conv_backward(config), args)
 
 
 # -- whole training graphs -----------------------------------------------------------------------------------

@@ -2,11 +2,13 @@
 with groups, strides, padding and dilation.
 
 For ``y = Conv(x, w)``: ``grad_input`` is the transposed convolution of ``grad_output`` by ``w`` (ConvTranspose,
-its ``output_padding`` giving back the input positions the stride left out), ``grad_weight`` a convolution of the
-input by ``grad_output`` with the batch as channels (stride and dilation swapped, cut to the kernel size),
-``grad_bias`` the sum of ``grad_output`` over every axis but the channels. A transposed convolution swaps the
-roles: its ``grad_input`` is the convolution of ``grad_output`` by ``w``, its ``grad_weight`` the same
-convolution as above with ``grad_output`` and the input exchanged.
+its ``output_padding`` giving back the input positions the stride left out), ``grad_weight`` the products of the
+windows of the input (one strided Slice per kernel offset) by ``grad_output`` (im2col, as PyTorch's CPU kernels;
+one ``Gemm`` or batched ``MatMul``), else (depthwise-like groups, more than 64 kernel offsets, a weight of dynamic
+shape) a convolution of the input by ``grad_output`` with the batch as channels (stride and dilation swapped, cut
+to the kernel size), ``grad_bias`` the sum of ``grad_output`` over every axis but the channels. A transposed
+convolution swaps the roles: its ``grad_input`` is the convolution of ``grad_output`` by ``w``, its
+``grad_weight`` the same as above with ``grad_output`` and the input exchanged.
 
 Computed in float32 (float16 and bfloat16 as PyTorch does; onnxruntime has no double Conv); each result is cast
 to PyTorch's type. Kernel, stride, padding, dilation and groups must be static; batch and spatial sizes may be
@@ -15,6 +17,8 @@ dynamic. An output whose ``output_mask`` entry is False (or that the graph does 
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,6 +65,84 @@ def _transposed_to(
     begin = ctx.const(pads, INT64)
     end = ctx.op("Add", ctx.op("Shape", x, start=2), begin)
     return ctx.op("Slice", full, begin, end, ctx.const(list(range(2, n + 2)), INT64))
+
+
+#: the gradient of the weight by im2col (:func:`_im2col_weight_grad`) up to this many kernel offsets (one
+#: ``Slice`` and one product each), and for grouped convolutions from this many weights per group
+#: (``C_out / g * C_in / g``): below, depthwise-like, onnxruntime's grouped ``Conv`` of :func:`_weight_grad` is as
+#: fast or faster (the products are too small to pay for copying the windows)
+_MAX_OFFSETS = 64
+_MIN_GROUP_WEIGHTS = 16
+#: from this many input channels, one product per offset (no copy of the ``k`` windows into one matrix); below,
+#: one product of the stacked windows (a product of a few columns is slow)
+_MIN_CHANNELS_PER_OFFSET = 16
+
+
+def _im2col_fits(shape: list[Any], groups: int) -> bool:
+    """Whether :func:`_im2col_weight_grad` computes the gradient of a weight of shape ``shape``."""
+    if not all(isinstance(d, int) for d in shape) or math.prod(shape[2:]) > _MAX_OFFSETS:
+        return False
+    return groups == 1 or shape[0] // groups * shape[1] >= _MIN_GROUP_WEIGHTS
+
+
+def _im2col_weight_grad(
+    ctx: NodeContext, x: ir.Value, dy: ir.Value, shape: list[int], attrs: dict[str, Any], n: int
+) -> ir.Value:
+    """The gradient of ``Conv(x, w)`` for ``w`` of static shape ``shape`` ``(C_out, C_in / g, *kernel)`` as
+    PyTorch's CPU kernels compute it (im2col): matrix products of the windows of ``x`` by ``dy``.
+
+    ``x`` ``(N, C_in, *s)`` becomes ``(C_in, N, *s)``, padded; its window for kernel offset ``j`` (from
+    ``j * dilation``, ``stride`` apart, as many positions as ``dy`` has) is ``(C_in, N, *o)``, ``dy`` becomes
+    ``(C_out, N, *o)``: the gradient at offset ``j`` is their product over the ``N * L`` positions, group by
+    group. Wide inputs have one ``Gemm`` (``MatMul`` with groups) per offset, narrow ones one of the
+    ``k = prod(kernel)`` windows stacked: ``(C_in / g * k, N * L)``.
+    """
+    groups, strides, dilations, pads = attrs["group"], attrs["strides"], attrs["dilations"], attrs["pads"]
+    c_out, per_group, kernel = shape[0], shape[1], shape[2:]
+    rows, spatial = c_out // groups, list(range(2, n + 2))
+    xs = ctx.op("Transpose", x, perm=[1, 0, *spatial])
+    if any(pads):
+        xs = ctx.op("Pad", xs, ctx.const([0, 0, *pads[:n], 0, 0, *pads[n:]], INT64))
+    out = spatial_dims(dy, n)
+    if None in out:  # the end of the first window: stride * (o - 1) + 1
+        span = ctx.op("Add", ctx.op("Mul", ctx.op("Shape", dy, start=2), ctx.const(strides, INT64)),
+                      ctx.const([1 - s for s in strides], INT64))
+    axes = ctx.const(spatial, INT64)
+    steps = [ctx.const(strides, INT64)] if any(s != 1 for s in strides) else []
+    padded = [None if i is None else i + 2 * p for i, p in zip(spatial_dims(x, n), pads)]
+    windows = []
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        starts = [j * d for j, d in zip(offset, dilations)]
+        if not (steps or any(starts)) and None not in out and out == padded:  # all of it (1 x 1 kernels)
+            windows.append(xs)
+            continue
+        if None in out:
+            ends = ctx.op("Add", span, ctx.const(starts, INT64))
+        else:
+            ends = ctx.const([b + s * (o - 1) + 1 for b, s, o in zip(starts, strides, out)], INT64)
+        windows.append(ctx.op("Slice", xs, ctx.const(starts, INT64), ends, axes, *steps))
+    width = per_group
+    if len(windows) > 1 and groups * per_group < _MIN_CHANNELS_PER_OFFSET:  # (C_in, k, N, *o)
+        one = ctx.const([1], INT64)
+        windows = [ctx.op("Concat", *(ctx.op("Unsqueeze", w, one) for w in windows), axis=1)]
+        width *= math.prod(kernel)
+    dys = ctx.op("Transpose", dy, perm=[1, 0, *spatial])
+    if groups == 1:  # (C_out, N * L) by (width, N * L) transposed
+        dys = ctx.op("Reshape", dys, ctx.const([c_out, -1], INT64))
+        flat = ctx.const([width, -1], INT64)
+        grads = [ctx.op("Gemm", dys, ctx.op("Reshape", w, flat), transB=1) for w in windows]
+    else:  # (g, width, N * L) by (g, N * L, C_out / g), transposed
+        if rows == 1:
+            dys = ctx.op("Reshape", dys, ctx.const([groups, -1, 1], INT64))
+        else:
+            dys = ctx.op("Transpose", ctx.op("Reshape", dys, ctx.const([groups, rows, -1], INT64)), perm=[0, 2, 1])
+        flat = ctx.const([groups, width, -1], INT64)
+        grads = [ctx.op("Transpose", ctx.op("MatMul", ctx.op("Reshape", w, flat), dys), perm=[0, 2, 1])
+                 for w in windows]
+    if len(grads) > 1:  # offset by offset: (C_out, C_in / g, k)
+        pair = ctx.const([c_out, per_group, 1], INT64)
+        grads = [ctx.op("Concat", *(ctx.op("Reshape", g, pair) for g in grads), axis=-1)]
+    return ctx.op("Reshape", grads[0], ctx.const(shape, INT64))
 
 
 def _weight_grad(
@@ -143,7 +225,11 @@ def aten_convolution_backward(
             grads[0] = _transposed_to(ctx, dy, w, x, attrs, n)
     if need[1]:
         a, b = (dy, x) if transposed else (x, dy)
-        grads[1] = _weight_grad(ctx, a, b, kernel, attrs, n)
+        shape = list(weight.shape)
+        if _im2col_fits(shape, groups):
+            grads[1] = _im2col_weight_grad(ctx, a, b, shape, attrs, n)
+        else:
+            grads[1] = _weight_grad(ctx, a, b, kernel, attrs, n)
     if need[2]:
         grads[2] = ctx.op("ReduceSum", dy, ctx.const([0, *range(2, n + 2)], INT64), keepdims=0)
     return tuple(None if v is None else ctx.cast(v, onnx_dtype(ctx.val[i].dtype)) for i, v in enumerate(grads))
