@@ -25,16 +25,7 @@ from experimental.torch_interpreter import (
     to_onnx,
 )
 from experimental.torch_interpreter.context import NodeContext
-
-
-def _registry_with(key: str, converter) -> Registry:
-    """A copy of the project's registry where ``key`` has ``converter``."""
-    registry = Registry()
-    for k in default_registry.supported():
-        if k != key:
-            registry.register(k)(default_registry.get(k))
-    registry.register(key)(converter)
-    return registry
+from helpers import registry_with
 
 
 def _softplus_without_beta(ctx: NodeContext, self: ir.Value, beta: float = 1, threshold: float = 20) -> ir.Value:
@@ -47,8 +38,8 @@ def _silu_without_product(ctx: NodeContext, self: ir.Value) -> ir.Value:
     return ctx.op("Sigmoid", self)
 
 
-SOFTPLUS = _registry_with("aten::softplus.default", _softplus_without_beta)
-SILU = _registry_with("aten::silu.default", _silu_without_product)
+SOFTPLUS = registry_with("aten::softplus.default", _softplus_without_beta)
+SILU = registry_with("aten::silu.default", _silu_without_product)
 
 
 class Block(torch.nn.Module):

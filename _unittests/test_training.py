@@ -12,6 +12,7 @@ import warnings
 import pytest
 import torch
 import transformers
+from helpers import registry_with
 
 from experimental.torch_interpreter import EagerFallbackWarning, VerificationError
 from experimental.torch_interpreter.python_op import contexts
@@ -239,16 +240,10 @@ def test_fallback_to_eager_names_the_op():
 
 
 def test_verify_finds_a_wrong_converter():
-    from experimental.torch_interpreter.registry import Registry, default_registry
-
-    registry = Registry()
-    for key in default_registry.supported():
-        if key != "aten::tanh.default":
-            registry.register(key)(default_registry.get(key))
-
-    @registry.register("aten::tanh.default")
     def wrong_tanh(ctx, x):
         return ctx.op("Sigmoid", x)
+
+    registry = registry_with("aten::tanh.default", wrong_tanh)
 
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
     backend = OrtBackend(BackendOptions(providers="cpu", verify=True, registry=registry))
@@ -267,16 +262,10 @@ class _GeluMlp(torch.nn.Module):
 
 
 def test_verify_names_the_first_wrong_node_of_the_backward_graph():
-    from experimental.torch_interpreter.registry import Registry, default_registry
-
-    registry = Registry()
-    for key in default_registry.supported():
-        if key != "aten::gelu_backward.default":
-            registry.register(key)(default_registry.get(key))
-
-    @registry.register("aten::gelu_backward.default")
     def wrong_gelu_backward(ctx, grad, x, approximate="none"):
         return grad  # no ONNX node of its own: the gradient of the next layer handed back unchanged
+
+    registry = registry_with("aten::gelu_backward.default", wrong_gelu_backward)
 
     torch.manual_seed(0)
     backend = OrtBackend(BackendOptions(providers="cpu", verify=True, registry=registry))
@@ -314,16 +303,10 @@ def test_registered_backend_name():
 
 
 def test_a_graph_onnxruntime_refuses_runs_eagerly():
-    from experimental.torch_interpreter.registry import Registry, default_registry
-
-    registry = Registry()
-    for key in default_registry.supported():
-        if key != "aten::tanh.default":
-            registry.register(key)(default_registry.get(key))
-
-    @registry.register("aten::tanh.default")
     def unknown_op(ctx, x):
         return ctx.op("NoSuchOp", x, domain="nowhere.example")
+
+    registry = registry_with("aten::tanh.default", unknown_op)
 
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
     x = torch.randn(2, 3)

@@ -185,10 +185,10 @@ def aten_pow(ctx: NodeContext, self: Scalar, exponent: Scalar) -> ir.Value:
     """pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor (float_power: the same in double)
 
     Integer powers with a negative exponent are 0, except for the bases 1 and -1, as in PyTorch. A float tensor
-    to the power 1, 2, 3, 0.5 or -1 is computed as PyTorch's CPU kernel computes it (a copy, ``x * x``,
-    ``x * x * x``, ``sqrt``, ``1 / x``, in float32 for float16/bfloat16), which is also 5-10x faster than
-    onnxruntime's ``Pow`` on the CPU and gives PyTorch's bits (``Pow`` differed on 55 of 100,000 reciprocals;
-    ``sqrt`` differs from PyTorch's in the last bit as ``Pow`` did, slightly less often).
+    to the power 1, 0.5 or -1 (and 3 in bfloat16) is computed as PyTorch's CPU kernel computes it (a copy,
+    ``sqrt``, ``1 / x``, ``x * x * x``), faster than onnxruntime's ``Pow`` and with PyTorch's bits where ``Pow``
+    differed (55 of 100,000 reciprocals; ``sqrt`` differs from PyTorch's in the last bit as ``Pow`` did, slightly
+    less often).
     """
     dtype = ctx.out_dtype
     special = _power_by_products(ctx, self, exponent, dtype)
@@ -208,15 +208,16 @@ def aten_pow(ctx: NodeContext, self: Scalar, exponent: Scalar) -> ir.Value:
 
 
 def _power_by_products(ctx: NodeContext, self: Scalar, exponent: Scalar, dtype: ir.DataType) -> ir.Value | None:
-    """``self ** exponent`` for a float tensor and the exponents PyTorch's CPU kernel computes by products or
-    roots (1, 2, 3, 0.5, -1), else None."""
+    """``self ** exponent`` for a float tensor where onnxruntime's ``Pow`` is not PyTorch's: 1 (a copy), 0.5
+    (``sqrt``), -1 (``1 / x``), and 3 in bfloat16 (PyTorch rounds the square to bfloat16 first); else None. The
+    exponents 2 and 3 stay ``Pow``, which gives PyTorch's ``x * x`` and ``x * x * x`` bits and is the form the
+    onnxruntime fusions match (RMSNorm, GELU)."""
     if (
         not isinstance(self, ir.Value)
         or isinstance(exponent, (ir.Value, bool))
         or not isinstance(exponent, (int, float))
         or dtype not in FLOAT_TYPES
         or self.dtype != dtype
-        or float(exponent) not in (1.0, 2.0, 3.0, 0.5, -1.0)
     ):
         return None
     e = float(exponent)
@@ -227,12 +228,11 @@ def _power_by_products(ctx: NodeContext, self: Scalar, exponent: Scalar, dtype: 
         y = kernel_op(ctx, "Sqrt", x, dtype=x.dtype)
     elif e == -1.0:
         y = kernel_op(ctx, "Reciprocal", x, dtype=x.dtype)
+    elif e == 3.0 and dtype == ir.DataType.BFLOAT16:
+        square = ctx.cast(ctx.cast(kernel_op(ctx, "Mul", x, x, dtype=x.dtype), dtype), x.dtype)
+        y = kernel_op(ctx, "Mul", square, x, dtype=x.dtype)
     else:
-        y = kernel_op(ctx, "Mul", x, x, dtype=x.dtype)
-        if e == 3.0:
-            if dtype == ir.DataType.BFLOAT16:  # PyTorch rounds the square to bfloat16 first (float16: not)
-                y = ctx.cast(ctx.cast(y, dtype), x.dtype)
-            y = kernel_op(ctx, "Mul", y, x, dtype=x.dtype)
+        return None
     return ctx.cast(y, dtype)
 
 
