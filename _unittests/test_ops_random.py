@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn
+from helpers import Fn, check_model
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
 from experimental.torch_interpreter.errors import UnsupportedOpError
@@ -167,6 +167,13 @@ def test_dropout_in_training_mode_scales_kept_values():
     kept = y[y != 0]
     np.testing.assert_allclose(kept, 1 / 0.75, rtol=1e-6)
     assert abs((y == 0).mean() - 0.25) < 0.02
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_dropout_with_p_one_is_input_times_zero(dtype):
+    """p >= 1 drops everything as PyTorch does (``input * 0``: NaN and infinities give NaN), bfloat16 included."""
+    x = torch.tensor([1.5, -2.0, float("inf"), float("nan"), -0.0], dtype=dtype)
+    check_model(Fn(lambda t: torch.nn.functional.dropout(t, 1.0, training=True)), (x,))
 
 
 def test_dropout2d_drops_whole_channels():

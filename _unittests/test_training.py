@@ -317,3 +317,22 @@ def test_a_graph_onnxruntime_refuses_runs_eagerly():
     torch.testing.assert_close(got, model(x))
     messages = [str(w.message) for w in caught if issubclass(w.category, EagerFallbackWarning)]
     assert messages and "onnxruntime cannot load the translated forward_1 graph" in messages[0], messages
+
+
+def test_evaluation_under_no_grad_keeps_no_context():
+    """Under ``torch.no_grad`` AOTAutograd makes an inference graph: the Function is a plain PythonOp (no context
+    kept); a later training call gets its forward/backward pair and consumes its context."""
+    torch.manual_seed(0)
+    model = _WithFunction()
+    backend = _backend()
+    compiled = torch.compile(model, backend=backend)
+    x = torch.randn(4, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+    assert [(g["kind"], g["runs_in"]) for g in backend.graphs] == [("inference", "onnxruntime")]
+    assert contexts.live() == 0
+    y = compiled(x)
+    assert contexts.live() == 1  # the forward's context waits for its backward
+    y.sum().backward()
+    assert contexts.live() == 0
+    del y

@@ -273,8 +273,8 @@ def _dropout(ctx: NodeContext, x: ir.Value, p: float, train: bool, feature: bool
     if not train or p == 0:
         return x
     dtype = x.dtype
-    if p >= 1:  # input * 0, as PyTorch: NaN and inf give NaN
-        return ctx.op("Mul", x, ctx.const(0, dtype))
+    if p >= 1:  # input * 0, as PyTorch: NaN and inf give NaN (bfloat16 has no Mul kernel: kernel_op)
+        return kernel_op(ctx, "Mul", x, 0.0, dtype=dtype)
     c = _draw_dtype(dtype)
     like = x
     rank = ctx.rank(x)
