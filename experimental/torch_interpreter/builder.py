@@ -15,6 +15,7 @@ import onnx_ir as ir
 import torch
 
 from .dtypes import onnx_dtype
+from .opsets import IR_VERSION
 from .providers import KNOWN
 from .type_rules import mixed_input_types, output_dtypes
 
@@ -220,6 +221,6 @@ class GraphBuilder:
             name=name,
         )
 
-    def to_model(self, ir_version: int = 10, producer_version: str = "0.1.0", **graph_kwargs: Any) -> ir.Model:
+    def to_model(self, ir_version: int = IR_VERSION, producer_version: str = "0.1.0", **graph_kwargs: Any) -> ir.Model:
         graph = self.to_graph(**graph_kwargs)
         return ir.Model(graph, ir_version=ir_version, producer_name="aten2onnx", producer_version=producer_version)

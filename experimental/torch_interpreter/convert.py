@@ -43,8 +43,6 @@ from .torch_onnx_arguments import dynamic_axes_as_shapes, rename, resolve_opset
 
 logger = logging.getLogger(__name__)
 
-#: ONNX IR version written (onnxruntime 1.31 reads up to 13)
-IR_VERSION = 10
 DEFAULT_OPSET = 18
 
 
@@ -246,7 +244,7 @@ def translate(
             builder.output(value, name)
         elif value is not None:
             builder.output(builder.const(value), name)
-    model = builder.to_model(ir_version=IR_VERSION)
+    model = builder.to_model()
     model.metadata_props[PROVIDERS_KEY] = encode_providers(providers)  # read by the rewrites and the runtime
     # optimize/pipeline.py, the stage every level runs: values nobody reads removed, float16 rounding kept
     run_stage(model, "translation")

@@ -10,6 +10,10 @@ import onnx
 
 from .errors import ConversionError
 
+#: the ONNX IR version every model of the package is written with (onnxruntime 1.31 reads up to 13, onnx 1.23
+#: writes 14 by default)
+IR_VERSION = 10
+
 
 @functools.lru_cache(maxsize=8)
 def onnxruntime_max_opset() -> int | None:
@@ -40,7 +44,7 @@ def _ort_loads(ort: Any, opset: int) -> bool:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
     try:
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     except Exception:  # onnxruntime refuses opsets it does not know

@@ -22,7 +22,7 @@ from torch.utils._pytree import tree_leaves
 
 from ..errors import ConversionError
 from ..torch_versions import FUNCTION_APPLY, dynamo_allowed_callable_ids, original_apply, uses_setup_context
-from . import table
+from . import contexts, table
 from .fake import RULE_ATTRIBUTE, fake_outputs
 from .training import python_op_train
 
@@ -47,9 +47,7 @@ def python_op(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     call = table.get(key)
     with torch.no_grad():
         outs = call.outputs(original_apply(call.cls, *call.bind(inputs)))
-    # a custom op may not return its inputs or views of them
-    storages = {t.untyped_storage().data_ptr() for t in inputs}
-    return [o.clone() if o.untyped_storage().data_ptr() in storages else o for o in outs]
+    return contexts.unaliased(outs, inputs)
 
 
 @python_op.register_fake
@@ -179,7 +177,12 @@ def _captured_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
     return table.get(key).structure(outs)
 
 
-def _subclasses(cls: type) -> Iterator[type]:
+def subclasses(cls: type) -> Iterator[type]:
+    """Every subclass of ``cls`` defined so far, each once (subclasses of subclasses included).
+
+    >>> torch.autograd.function.InplaceFunction in set(subclasses(torch.autograd.Function))
+    True
+    """
     seen: set[int] = set()
     stack = list(cls.__subclasses__())
     while stack:
@@ -217,7 +220,7 @@ def capture_autograd_functions(
             torch.autograd.Function.apply = classmethod(_captured_apply)
         _PATCH_COUNT += 1
         # strict capture: dynamo writes kept classes' apply into the graph as a call, run later by our apply
-        for cls in _subclasses(torch.autograd.Function):
+        for cls in subclasses(torch.autograd.Function):
             if resolver.resolve(cls)[0] == PYTHON_OP and id(cls) not in allowed:
                 allowed.add(id(cls))
                 added.append(id(cls))

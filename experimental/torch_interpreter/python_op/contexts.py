@@ -86,10 +86,20 @@ def run_forward(
         _LIVE[handle] = record
     tensor = torch.tensor([handle], dtype=torch.int64, device=outs[0].device if outs else "cpu")
     weakref.finalize(tensor, _free, handle)
-    # an output returned as is (an input) or a view of one would share memory with a graph value
-    storages = {t.untyped_storage().data_ptr() for t in tensors}
-    detached = [o.detach() for o in outs]
-    return tensor, [o.clone() if o.untyped_storage().data_ptr() in storages else o for o in detached]
+    return tensor, unaliased([o.detach() for o in outs], tensors)
+
+
+def unaliased(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """``outputs``, those sharing memory with one of ``inputs`` (an input returned as is, a view of one) cloned: a
+    custom op may not return them, and a graph value must not change with another.
+
+    >>> x = torch.ones(2)
+    >>> y, z = unaliased([x[:1], torch.zeros(1)], [x])
+    >>> y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    True
+    """
+    storages = {t.untyped_storage().data_ptr() for t in inputs}
+    return [o.clone() if o.untyped_storage().data_ptr() in storages else o for o in outputs]
 
 
 def run_backward(handle: torch.Tensor | int, grads: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:

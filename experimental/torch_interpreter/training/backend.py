@@ -24,7 +24,7 @@ from functorch.compile import aot_module_simplified, make_boxed_func
 
 from ..errors import ConversionError, EagerFallbackWarning, ProviderError, TorchInterpreterError, TorchInterpreterWarning
 from ..providers import ONNXRUNTIME_NAMES
-from ..python_op.capture import PYTHON_OP, Resolver, capture_autograd_functions
+from ..python_op.capture import PYTHON_OP, Resolver, capture_autograd_functions, subclasses
 from ..registry import default_registry
 from .compiled_graph import OrtGraph
 from .graph_translation import translate_graph
@@ -51,18 +51,9 @@ def keep_functions(policy: Any = None) -> list[type]:
     True
     """
     resolver = Resolver(policy)
-    marked = []
-    stack = list(torch.autograd.Function.__subclasses__())
-    seen: set[int] = set()
-    while stack:
-        cls = stack.pop()
-        if id(cls) in seen:
-            continue
-        seen.add(id(cls))
-        stack.extend(cls.__subclasses__())
-        if resolver.resolve(cls)[0] == PYTHON_OP:
-            torch.compiler.allow_in_graph(cls)
-            marked.append(cls)
+    marked = [cls for cls in subclasses(torch.autograd.Function) if resolver.resolve(cls)[0] == PYTHON_OP]
+    for cls in marked:
+        torch.compiler.allow_in_graph(cls)
     return marked
 
 

@@ -18,16 +18,12 @@ import torch.fx
 
 from ..builder import GraphBuilder
 from ..context import flatten
-from ..dtypes import value_type
 from ..errors import ConversionError
 from ..interpreter import Interpreter, missing_converters, raise_if_missing
 from ..optimize import optimize_model, run_stage
 from ..metadata import PROVIDERS
 from ..providers import encode as encode_providers
 from ..registry import Registry
-
-#: ONNX IR version written (onnxruntime 1.31 reads up to 13)
-IR_VERSION = 10
 
 
 @dataclass
@@ -54,14 +50,6 @@ class TranslatedGraph:
     producers: list[str] = field(default_factory=list)
 
 
-def _placeholder(builder: GraphBuilder, interpreter: Interpreter, node: torch.fx.Node, val: Any) -> Any:
-    if isinstance(val, torch.Tensor):
-        return builder.input(node.name, value_type(val), interpreter.onnx_shape(val))
-    if isinstance(val, torch.SymInt):
-        return builder.input(node.name, ir.DataType.INT64, [])
-    return val  # an int, a float, None: a constant of this graph
-
-
 def translate_graph(
     gm: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
@@ -82,7 +70,9 @@ def translate_graph(
     env: dict[torch.fx.Node, Any] = {}
     inputs: list[int] = []
     for i, (node, example) in enumerate(zip(placeholders, example_inputs)):
-        value = _placeholder(builder, interpreter, node, node.meta.get("val", example))
+        val = node.meta.get("val", example)
+        # a tensor or a dynamic size is an input of the model; an int, a float, None a constant of this graph
+        value = interpreter.subgraph_input(node.name, val) if isinstance(val, (torch.Tensor, torch.SymInt)) else val
         env[node] = value
         if isinstance(value, ir.Value):
             inputs.append(i)
@@ -108,7 +98,7 @@ def translate_graph(
             builder.output(value, f"output_{len(producers)}")
             slots.append(Slot("onnx", len(producers), as_int=as_int))
             producers.append(fx.name if isinstance(fx, torch.fx.Node) else str(fx))
-    model = builder.to_model(ir_version=IR_VERSION)
+    model = builder.to_model()
     model.metadata_props[PROVIDERS] = encode_providers((provider,))
     run_stage(model, "translation")
     optimize_model(model, optimize)
