@@ -268,6 +268,7 @@ DOCUMENTED_PIPELINE = [
     ("remove_unused", "translation"),
     ("round_half_results", "translation"),
     ("cast_before_transpose", "translation"),
+    ("half_islands", "translation"),
     ("onnxscript_optimizer", "default"),
     ("gather_on_index_grid", "default"),
     ("and_with_all_true", "default"),

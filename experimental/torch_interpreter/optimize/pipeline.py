@@ -20,6 +20,7 @@ from .attention_bsd import AttentionOnBsdPass
 from .attention_heads import RepeatedHeadsIntoAttentionPass
 from .domains import import_ms_domain
 from .gelu import GELU_RULES
+from .half_islands import half_islands
 from .half_precision import cast_before_transpose, round_half_results
 from .masked_rows import GUARD_AFTER_MERGE_HEADS, WhereBetweenTransposesPass
 from .onnxscript_adapter import (
@@ -50,6 +51,10 @@ PIPELINE: tuple[Rewrite, ...] = (
     Rewrite("cast_before_transpose", "translation", cast_before_transpose,
             why="onnxruntime 1.31 crashed on Transpose(bfloat16) -> Cast(float) -> MatMul; after remove_unused: "
                 "the Transpose goes when the Cast was its last reader"),
+    Rewrite("half_islands", "translation", half_islands, cleanup=True,
+            why="for a model made for CUDA only: the float32 islands of a half-precision model (linear with a "
+                "bias, SiLU, bfloat16 attention) computed in half precision, the form CUDA's kernels and fusions "
+                "take; after cast_before_transpose, whose moved casts are island borders too"),
     # -- "default": optimize=True and "onnxruntime" ---------------------------------------------------------------
     Rewrite("onnxscript_optimizer", "default", optimize_with_exact_constants,
             why="constant folding, onnxscript's default rules (no-op constants matched exactly), unused removal, "

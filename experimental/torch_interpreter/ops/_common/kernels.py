@@ -15,7 +15,7 @@ import onnx_ir as ir
 
 from ...context import NodeContext
 from ...dtypes import FLOAT_TYPES
-from ...providers import KNOWN
+from ...providers import CUDA_BFLOAT16, KNOWN
 from .types import BF16, BOOL, F16, FLOAT, INT64
 
 D = ir.DataType
@@ -74,21 +74,6 @@ _KERNEL_DTYPES: dict[str, frozenset] = {
     **dict.fromkeys(("ScatterElements.add", "ScatterElements.mul"), _all_but(F16, BF16)),
     **dict.fromkeys(("ScatterElements.max", "ScatterElements.min"), _all_but(BOOL, BF16)),
 }
-
-
-#: op types with a bfloat16 kernel on onnxruntime's CUDA provider, registered at the op's latest ONNX version (an
-#: open-ended registration matches that version only): the same kernel at every opset from 18 on. Read from
-#: onnxruntime's kernel registrations (``cuda_execution_provider.cc``, main of February 2026); ops whose bfloat16
-#: kernel came with a later ONNX version (Conv-22, AveragePool-22, Gelu-20...) are left out: at opset 18 their
-#: older CUDA kernel has no bfloat16. A model made for CUDA only computes these in bfloat16 (CUDA computes each in
-#: float32 and rounds once), the others as on the CPU.
-CUDA_BFLOAT16 = frozenset(
-    {
-        *("Add", "Sub", "Mul", "Div", "Pow", "Neg", "Abs", "Sqrt", "Exp", "Tanh", "Erf", "Sigmoid", "Relu"),
-        *("Max", "Min", "Sum", "Mod", "Where", "IsNaN", "ReduceSum", "MatMul", "Gemm", "Softmax"),
-        *("LayerNormalization", "Expand", "Tile", "Trilu"),
-    }
-)
 
 
 def has_kernel(op_type: str, dtype: ir.DataType, providers: Iterable[str] = KNOWN) -> bool:
