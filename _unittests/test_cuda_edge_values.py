@@ -350,10 +350,22 @@ def _padded_batch() -> dict[str, torch.Tensor]:
 def test_padded_decoder_as_on_cuda(name, level, dtype):
     """Every logit, padded rows included, as eager PyTorch, no NaN, on the CPU provider and on the CUDA
     imitation."""
+    _check_padded_decoder(name, level, dtype, "any")
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=["none", "default", "onnxruntime"])
+@pytest.mark.parametrize("name", ["llama", "mistral", "gpt2"])
+def test_padded_float16_decoder_made_for_cuda(name, level):
+    """The same for a float16 model made for CUDA only (its float32 islands computed in float16, the CPU's
+    guards left out); onnxruntime's CPU runs it too. bfloat16: the CPU has no bfloat16 arithmetic to run it."""
+    _check_padded_decoder(name, level, "float16", "cuda")
+
+
+def _check_padded_decoder(name: str, level: bool | str, dtype: str, providers: str) -> None:
     model = _decoder(name, dtype)
     inputs = _padded_batch()
     _, atol, rtol = DTYPES[dtype]
-    onx = to_onnx(model, kwargs=inputs, optimize=level)
+    onx = to_onnx(model, kwargs=inputs, optimize=level, providers=providers)
     with torch.no_grad():
         expected = _numpy(model(**inputs).logits)
     feeds = {i.name: inputs[i.name].numpy() for i in onx.graph.input}
