@@ -125,8 +125,10 @@ def to_onnx(
         ``dynamic_shapes`` (a warning shows what it became); entries of outputs are not needed and dropped
     :param providers: the onnxruntime providers the model is for: ``"any"`` (default: PyTorch's answer on the CPU
         and on CUDA), ``"cpu"`` or ``"cuda"`` (also onnxruntime's names and lists of them); the guards a
-        provider does not need are left out (fewer nodes, faster), and the choice is stored in the model;
-        see ``_doc/providers.rst``
+        provider does not need are left out (fewer nodes, faster), a float16/bfloat16 model for CUDA only
+        computes in half precision what the converters compute in float32 for the CPU (within the type's
+        tolerance, never before a comparison or an integer cast), and the choice is stored in the model; see
+        ``_doc/providers.rst``
     :return: the ONNX model
 
     Example::
