@@ -141,3 +141,22 @@ def test_transformers_half_models_for_cuda_keep_no_float32_island(name, dtype):
     fused = {"llama": {"SkipSimplifiedLayerNormalization", "Attention"},
              "bert": {"SkipLayerNormalization", "Attention", "BiasGelu"}}[name]
     assert fused <= set(ops), ops
+
+
+def test_bfloat16_model_for_cuda_on_the_cpu_is_a_clear_error():
+    """onnxruntime's CPU has no bfloat16 arithmetic: a bfloat16 model made for CUDA cannot run there, and
+    InferenceSession says why and what to do instead of onnxruntime's NOT_IMPLEMENTED."""
+    from experimental.torch_interpreter import InferenceSession
+    from experimental.torch_interpreter.errors import ProviderError
+
+    args = _linear_inputs(torch.bfloat16)
+    fn = Fn(lambda x, w, b: F.silu(F.linear(x, w, b)))
+    onx = to_onnx(fn, args, providers="cuda")
+    with pytest.raises(ProviderError, match="made for cuda only.*providers='any'"):
+        InferenceSession(onx, providers=["CPUExecutionProvider"])
+    anywhere = to_onnx(fn, args)
+    feeds = {i.name: a for i, a in zip(anywhere.graph.input, args)}
+    got = InferenceSession(anywhere, providers=["CPUExecutionProvider"]).run(None, feeds)
+    with torch.no_grad():
+        expected = fn(*args).float().numpy()
+    np.testing.assert_allclose(np.asarray(got[0]).astype(np.float32), expected, atol=3e-2, rtol=3e-2)

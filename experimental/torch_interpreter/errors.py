@@ -125,7 +125,9 @@ class CaptureStrategyWarning(TorchInterpreterWarning):
 
 class ProviderError(TorchInterpreterError, ValueError):
     """``to_onnx(..., providers=...)`` names a provider whose kernels were not compared with PyTorch (see
-    :mod:`experimental.torch_interpreter.providers`): ``"any"`` is the safe choice for it."""
+    :mod:`experimental.torch_interpreter.providers`): ``"any"`` is the safe choice for it; or
+    :class:`InferenceSession` runs on the CPU a model made for CUDA only that the CPU has no kernel for (a
+    bfloat16 model computes in bfloat16 there)."""
 
 
 class ProviderWarning(TorchInterpreterWarning):

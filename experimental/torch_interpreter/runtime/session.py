@@ -17,7 +17,7 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
-from ..errors import ProviderWarning
+from ..errors import ProviderError, ProviderWarning
 from ..metadata import PROVIDERS
 from ..metadata import read as read_metadata
 from ..providers import decode as decode_providers
@@ -28,6 +28,24 @@ from .model_loading import Model, serialized
 from .ort_values import CPU, CUDA, default_providers, feed_to_ortvalue, ortvalue_to_numpy, ortvalue_to_torch
 
 logger = logging.getLogger(__name__)
+
+
+def _raise_if_made_for_another_provider(content: str | bytes, chosen: Sequence[str], error: Exception) -> None:
+    """A :class:`ProviderError` when onnxruntime's CPU has no kernel for a node of a model made for other
+    providers only (a bfloat16 model made for CUDA runs bfloat16 arithmetic the CPU has no kernel for); returns
+    otherwise."""
+    if chosen[:1] != [CPU] or "Could not find an implementation" not in str(error):
+        return
+    made_for = decode_providers(read_metadata(content).get(PROVIDERS))
+    if "cpu" in made_for:
+        return
+    first = str(error).splitlines()[0]
+    raise ProviderError(
+        f"the model was made for {', '.join(made_for)} only (to_onnx(..., providers=...)) and this session runs "
+        f"on the CPU, which has no kernel for one of its nodes ({first}); run it where the "
+        f"{', '.join(made_for)} provider is (onnxruntime-gpu and a GPU for cuda), or export it with "
+        f"providers='any' to run it here"
+    ) from error
 
 
 class OrtSession:
@@ -55,12 +73,17 @@ class OrtSession:
         content = serialized(model)
         chosen = list(providers) if providers is not None else default_providers()
         try:
-            self._sess = ort.InferenceSession(content, sess_options=sess_options, providers=chosen)
-        except Exception as e:  # a CUDA provider that cannot start: run on the CPU instead
-            if providers is not None or chosen == [CPU]:
-                raise
-            logger.warning("could not create a CUDA session (%s), falling back to the CPU", e)
-            self._sess = ort.InferenceSession(content, sess_options=sess_options, providers=[CPU])
+            try:
+                self._sess = ort.InferenceSession(content, sess_options=sess_options, providers=chosen)
+            except Exception as e:  # a CUDA provider that cannot start: run on the CPU instead
+                if providers is not None or chosen == [CPU]:
+                    raise
+                logger.warning("could not create a CUDA session (%s), falling back to the CPU", e)
+                chosen = [CPU]
+                self._sess = ort.InferenceSession(content, sess_options=sess_options, providers=chosen)
+        except Exception as e:
+            _raise_if_made_for_another_provider(content, chosen, e)
+            raise
         self._input_types = {i.name: i.type for i in self._sess.get_inputs()}
         # conditions on the input sizes the exported graph relies on (guards.py), scalars baked in at export
         meta = read_metadata(self._sess)
