@@ -18,11 +18,14 @@ import itertools
 
 import onnx_ir as ir
 
+from ..providers import of_model
 from .graph_match import dims, int64s, ints, producer, same_dim, typed
 from .rewrite import CountingPass
 
 #: the first opset with ``RotaryEmbedding`` in the main domain
 ROTARY_OPSET = 23
+_FLOAT = frozenset({ir.DataType.FLOAT})
+_HALF = frozenset({ir.DataType.FLOAT16, ir.DataType.BFLOAT16})
 
 
 def _half_slices(rotated: ir.Value, x: ir.Value, half: int) -> bool:
@@ -47,14 +50,20 @@ def _half_slices(rotated: ir.Value, x: ir.Value, half: int) -> bool:
     return True
 
 
-def _frequencies(cos4: ir.Value, sin4: ir.Value) -> ir.Value | None:
-    """``f`` when ``cos4 = Unsqueeze(Cos(Concat(f, f, axis=-1)), [1])`` and ``sin4`` the same with ``Sin``."""
+def _frequencies(cos4: ir.Value, sin4: ir.Value, dtype: ir.DataType) -> ir.Value | None:
+    """``f`` when ``cos4 = Unsqueeze(Cos(Concat(f, f, axis=-1)), [1])`` and ``sin4`` the same with ``Sin``, the
+    ``Cos`` and ``Sin`` of type ``dtype`` or cast to it from float32 (transformers' half-precision models compute
+    them in float32, then round them to the model's type)."""
     found = []
     for value, op in ((cos4, "Cos"), (sin4, "Sin")):
         unsqueeze = producer(value, "Unsqueeze")
-        if unsqueeze is None or ints(unsqueeze.inputs[1]) != [1]:
+        if unsqueeze is None or ints(unsqueeze.inputs[1]) != [1] or unsqueeze.inputs[0].dtype != dtype:
             return None
-        trig = producer(unsqueeze.inputs[0], op)
+        inner = unsqueeze.inputs[0]
+        cast = producer(inner, "Cast")
+        if cast is not None and cast.inputs[0].dtype == ir.DataType.FLOAT:
+            inner = cast.inputs[0]
+        trig = producer(inner, op)
         concat = producer(trig.inputs[0], "Concat") if trig is not None else None
         if concat is None or len(concat.inputs) != 2 or concat.inputs[0] is not concat.inputs[1]:
             return None
@@ -67,7 +76,10 @@ def _frequencies(cos4: ir.Value, sin4: ir.Value) -> ir.Value | None:
 class RotaryPass(CountingPass):
     """``x * cos + rotate_half(x) * sin`` (either operand order) → ``RotaryEmbedding(x, cos(f), sin(f))`` on a
     float32 ``x`` of shape ``[B, H, S, D]``, ``D`` known, ``f`` of shape ``[B or 1, S, D/2]``, from opset
-    :data:`ROTARY_OPSET` on; ``count`` is the rotations fused.
+    :data:`ROTARY_OPSET` on; ``count`` is the rotations fused. In a model made for CUDA only, ``x`` may be float16
+    or bfloat16 too, with ``cos`` and ``sin`` computed in float32 and cast to its type (the caches are so): the
+    fused kernel rounds the rotation once where PyTorch rounds its two products and their sum, as the other
+    half-precision fusions for CUDA (:mod:`.half_islands`).
 
     Example::
 
@@ -94,11 +106,12 @@ class RotaryPass(CountingPass):
         graph, count = model.graph, 0
         if model.opset_imports.get("", 0) < ROTARY_OPSET:
             return 0
+        dtypes = _FLOAT if "cpu" in of_model(model) else _FLOAT | _HALF
         caches: dict[tuple, tuple[ir.Value, ir.Value]] = {}
         for add in list(graph):
             if add.op_type != "Add" or add.domain not in ("", "ai.onnx"):
                 continue
-            match = self._match(add)
+            match = self._match(add, dtypes)
             if match is None:
                 continue
             x, f = match
@@ -111,7 +124,7 @@ class RotaryPass(CountingPass):
         return count
 
     @staticmethod
-    def _match(add: ir.Node) -> tuple[ir.Value, ir.Value] | None:
+    def _match(add: ir.Node, dtypes: frozenset) -> tuple[ir.Value, ir.Value] | None:
         muls = [producer(v, "Mul") for v in add.inputs]
         out = dims(add.outputs[0])
         if len(muls) != 2 or None in muls or out is None or len(out) != 4:
@@ -119,14 +132,14 @@ class RotaryPass(CountingPass):
         # which Mul holds x * cos, which operand of each is x (cos) and rotate_half(x) (sin)
         for (direct, rotated), i, j in itertools.product((muls, muls[::-1]), (0, 1), (0, 1)):
             x, shape = direct.inputs[i], dims(direct.inputs[i])
-            if x is None or x.dtype != ir.DataType.FLOAT or shape is None or len(shape) != 4:
+            if x is None or x.dtype not in dtypes or shape is None or len(shape) != 4:
                 continue
             if not isinstance(shape[3], int) or shape[3] % 2 or not same_dim(out[3], shape[3]):
                 continue
             half = shape[3] // 2
             if not _half_slices(rotated.inputs[j], x, half):
                 continue
-            f = _frequencies(direct.inputs[1 - i], rotated.inputs[1 - j])
+            f = _frequencies(direct.inputs[1 - i], rotated.inputs[1 - j], x.dtype)
             fshape = dims(f)
             if fshape is None or len(fshape) != 3 or not same_dim(fshape[2], half):
                 continue
@@ -140,7 +153,7 @@ class RotaryPass(CountingPass):
         and batch dimension)."""
         batch = x.shape[0]
         expand = not same_dim(f.shape[0], batch)
-        key = (id(f), getattr(batch, "value", batch) if expand else None)
+        key = (id(f), getattr(batch, "value", batch) if expand else None, x.dtype)
         if key in caches:
             return caches[key]
         nodes, fshape = [], list(f.shape)
@@ -158,6 +171,10 @@ class RotaryPass(CountingPass):
         cos = typed(ir.node("Cos", [source]), source)
         sin = typed(ir.node("Sin", [source]), source)
         nodes += [cos, sin]
+        if x.dtype != source.dtype:  # computed in float32, rounded to the model's type as transformers does
+            cos, sin = (typed(ir.node("Cast", [v.outputs[0]], attributes={"to": x.dtype}), dtype=x.dtype,
+                              shape=list(v.outputs[0].shape)) for v in (cos, sin))
+            nodes += [cos, sin]
         # before the first rotation's Add: x and f are computed by then, every later rotation comes after it
         graph.insert_before(after, nodes)
         caches[key] = (cos.outputs[0], sin.outputs[0])
