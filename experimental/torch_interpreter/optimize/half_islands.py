@@ -39,7 +39,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ..providers import CUDA_BFLOAT16, of_model
-from .half_precision import CORRECTLY_ROUNDED, JUMPS, SELECTIONS
+from .half_precision import CORRECTLY_ROUNDED, SELECTIONS, JumpsAfter, cast_target, is_default
 
 logger = logging.getLogger(__name__)
 
@@ -63,26 +63,13 @@ ISLAND_OPS = MOVES | frozenset(
     }
 )
 
-_JUMPING = JUMPS | {"Sign", "IsInf", "IsNaN"}
 _FLOATS = frozenset({FLOAT, F16, BF16, ir.DataType.DOUBLE})
-
-
-def _default(node: ir.Node) -> bool:
-    return node.domain in ("", "ai.onnx")
-
-
-def _cast_to(node: ir.Node | None) -> ir.DataType | None:
-    """The target type of a default-domain ``Cast``, else None."""
-    if node is None or node.op_type != "Cast" or not _default(node):
-        return None
-    to = node.attributes.get("to")
-    return None if to is None else ir.DataType(to.as_int())
 
 
 def _member(node: ir.Node) -> bool:
     """A node an island may hold: an op of :data:`ISLAND_OPS` with float32 results only."""
     return (
-        _default(node)
+        is_default(node)
         and node.op_type in ISLAND_OPS
         and bool(node.outputs)
         and all(o.dtype == FLOAT for o in node.outputs)
@@ -92,36 +79,6 @@ def _member(node: ir.Node) -> bool:
 
 def _has_kernel(op_type: str, half: ir.DataType) -> bool:
     return half == F16 or op_type in MOVES or op_type in CUDA_BFLOAT16
-
-
-class _Jumps:
-    """Whether a half-precision value reaches a jump through selections and correctly rounded arithmetic
-    (and casts to float types). Memoized, iterative."""
-
-    def __init__(self) -> None:
-        self._memo: dict[int, bool] = {}
-
-    def __call__(self, root: ir.Value) -> bool:
-        stack, seen = [root], set()
-        while stack:
-            value = stack.pop()
-            if id(value) in seen:
-                continue
-            seen.add(id(value))
-            if self._memo.get(id(value)):
-                self._memo[id(root)] = True
-                return True
-            for node, _ in value.uses():
-                if not _default(node):
-                    continue
-                to = _cast_to(node)
-                if node.op_type in _JUMPING or (to is not None and to not in _FLOATS):
-                    self._memo[id(root)] = True
-                    return True
-                if to is not None or node.op_type in SELECTIONS or node.op_type in CORRECTLY_ROUNDED:
-                    stack.extend(o for o in node.outputs if o.dtype in _FLOATS)
-        self._memo[id(root)] = False
-        return False
 
 
 def _constant(value: ir.Value) -> np.ndarray | None:
@@ -171,7 +128,7 @@ class _Plan:
             self.half = half
         return self.half == half
 
-    def build(self, graph_outputs: set[int]) -> bool:
+    def build(self) -> bool:
         """Fills the plan; False when the nodes are not an island (a float32 input of another origin, a result
         read otherwise than by a cast down, two half types)."""
         for node in self.nodes:
@@ -181,7 +138,7 @@ class _Plan:
                 producer = value.producer()
                 if producer is not None and id(producer) in self.ids:
                     continue
-                source = producer.inputs[0] if _cast_to(producer) == FLOAT else None
+                source = producer.inputs[0] if cast_target(producer) == FLOAT else None
                 if source is not None and source.dtype in _HALF_NUMPY:
                     if not self._type(source.dtype):
                         return False
@@ -192,12 +149,12 @@ class _Plan:
                     return False
                 self.constants.append((node, i, array))
             for value in node.outputs:
-                if id(value) in graph_outputs:
+                if value.is_graph_output():
                     return False
                 for user, _ in value.uses():
                     if id(user) in self.ids:
                         continue
-                    to = _cast_to(user)
+                    to = cast_target(user)
                     if to not in _HALF_NUMPY or not self._type(to):
                         return False
                     self.sinks.append(user)
@@ -228,19 +185,16 @@ class _Plan:
             for value in node.outputs:
                 value.dtype = half
         for sink in self.sinks:
-            graph, value, out = sink.graph, sink.inputs[0], sink.outputs[0]
-            for user, index in list(out.uses()):
-                user.replace_input_with(index, value)
-            for k, o in enumerate(graph.outputs):
-                if o is out:
-                    name = out.name
-                    out.name = f"{name}__unused"
-                    value.name = name
-                    graph.outputs[k] = value
-            graph.remove(sink, safe=True)
+            value, out = sink.inputs[0], sink.outputs[0]
+            if out.is_graph_output():  # the graph output keeps its name
+                name = out.name
+                out.name = f"{name}__unused"
+                value.name = name
+            out.replace_all_uses_with(value, replace_graph_outputs=True)
+            sink.graph.remove(sink, safe=True)
         for cast in {id(c): c for _, _, c in self.sources}.values():
             out = cast.outputs[0]
-            if not out.uses() and out not in cast.graph.outputs:
+            if not out.uses() and not out.is_graph_output():
                 cast.graph.remove(cast, safe=True)
 
 
@@ -266,13 +220,12 @@ def half_islands(model: ir.Model) -> int:
     """
     if "cpu" in of_model(model):
         return 0  # onnxruntime's CPU computes float16 in float32 and has no bfloat16 arithmetic
-    jumps = _Jumps()
+    jumps = JumpsAfter(through=SELECTIONS | CORRECTLY_ROUNDED, kept=_FLOATS)
     count = 0
     for graph in model.graphs():
-        outputs = {id(v) for v in graph.outputs}
         for nodes in _islands(graph):
             plan = _Plan(nodes)
-            if not plan.build(outputs):
+            if not plan.build():
                 continue
             if any(jumps(sink.outputs[0]) for sink in plan.sinks):
                 continue

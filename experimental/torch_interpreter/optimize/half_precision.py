@@ -35,7 +35,7 @@ The cost on onnxruntime's CPU: an arithmetic node rewritten costs nothing (its c
 inserts), a reader computed in float32 keeps the two casts onnxruntime would have removed: ``(x * 7).long()``
 runs one cast more, ``x * 7 < t`` two. Nothing else is rewritten: float16 chains read in float16 stay within
 float16's tolerance, a float16 value read in float32 has only its last op rounded, unless a jump follows in
-float32 (:class:`_JumpsAfter`: the converters compute ``trunc``, ``remainder``, ``sign``... of float16 so); the
+float32 (:class:`JumpsAfter`: the converters compute ``trunc``, ``remainder``, ``sign``... of float16 so); the
 cast's reader then jumps, its chain is rounded after each op. bfloat16 needs nothing but
 before int8/uint8: onnxruntime's CPU has no bfloat16 arithmetic kernel and inserts no cast for it, the
 converters compute it in float32 between explicit casts it keeps (``kernel_dtype`` of the ops' kernel table).
@@ -120,8 +120,17 @@ HALF_KERNELS = frozenset(
 )
 
 
-def _is_default(node: ir.Node) -> bool:
+def is_default(node: ir.Node) -> bool:
+    """Whether ``node`` is of ONNX's main domain."""
     return node.domain in ("", "ai.onnx")
+
+
+def cast_target(node: ir.Node | None) -> ir.DataType | None:
+    """The type a main-domain ``Cast`` casts to; None for any other node (or a ``Cast`` without ``to``)."""
+    if node is None or node.op_type != "Cast" or not is_default(node):
+        return None
+    to = node.attributes.get("to")
+    return None if to is None else ir.DataType(to.as_int())
 
 
 def _compute_in_float(node: ir.Node, cast: dict[tuple[int, int], ir.Value] | None = None) -> None:
@@ -178,7 +187,7 @@ def cast_before_transpose(model: ir.Model) -> int:
     """
     todo = []
     for node in ir.traversal.RecursiveGraphIterator(model.graph):
-        if node.op_type != "Cast" or not _is_default(node) or node.inputs[0] is None:
+        if node.op_type != "Cast" or not is_default(node) or node.inputs[0] is None:
             continue
         to = node.attributes.get("to")
         producer = node.inputs[0].producer()
@@ -188,7 +197,7 @@ def cast_before_transpose(model: ir.Model) -> int:
             and ir.DataType(to.as_int()) == ir.DataType.FLOAT
             and producer is not None
             and producer.op_type == "Transpose"
-            and _is_default(producer)
+            and is_default(producer)
         ):
             todo.append((node, producer))
     for cast, transpose in todo:
@@ -206,30 +215,30 @@ def cast_before_transpose(model: ir.Model) -> int:
         for node in (up, moved):
             node.metadata_props.update(cast.metadata_props)
         graph.insert_before(cast, [up, moved])
-        users = list(value.uses())
-        for user, index in users:
-            user.replace_input_with(index, out)
-        for i, o in enumerate(graph.outputs):
-            if o is value:
-                graph.outputs[i] = out
         name = value.name
         value.name = f"{name}__unused"
         out.name = name
+        value.replace_all_uses_with(out, replace_graph_outputs=True)
         graph.remove(cast, safe=True)
         if not list(transpose.outputs[0].uses()) and transpose.outputs[0] not in graph.outputs:
             graph.remove(transpose, safe=True)
     return len(todo)
 
 
-class _JumpsAfter:
-    """Whether a float32/float64 value reaches, through arithmetic and selections computed in its type, an op
-    whose result jumps (:data:`JUMPS`, ``Sign``, ``IsInf``, ``IsNaN``, a ``Cast`` to an integer type): the
-    converters compute ``trunc``, ``remainder``, ``sign``... of float16 in float32 after a ``Cast``. Memoized,
-    iterative."""
+class JumpsAfter:
+    """Whether a value reaches, through the op types ``through`` and casts to float types whose results are of the
+    types ``kept``, an op whose result jumps (:data:`JUMPS`, ``Sign``, ``IsInf``, ``IsNaN``, a ``Cast`` to an
+    integer type). Memoized, iterative.
+
+    By default a float32/float64 value, through arithmetic and selections computed in its type (a cast to half
+    precision is a new rounding): the converters compute ``trunc``, ``remainder``, ``sign``... of float16 in
+    float32 after a ``Cast``. :mod:`.half_islands` walks a half-precision value through selections and correctly
+    rounded arithmetic of any float type."""
 
     JUMPING = JUMPS | {"Sign", "IsInf", "IsNaN"}
 
-    def __init__(self) -> None:
+    def __init__(self, through: frozenset = ARITHMETIC | SELECTIONS, kept: frozenset = _WIDER) -> None:
+        self._through, self._kept = through, kept
         self._memo: dict[int, bool] = {}
 
     def __call__(self, root: ir.Value) -> bool:
@@ -240,13 +249,13 @@ class _JumpsAfter:
                 continue
             jumps, onward = False, []
             for node, _ in value.uses():
-                if not _is_default(node):
+                if not is_default(node):
                     continue
-                to = node.attributes.get("to") if node.op_type == "Cast" else None
-                if node.op_type in self.JUMPING or to is not None and ir.DataType(to.as_int()) not in _FLOATS:
+                to = cast_target(node)
+                if node.op_type in self.JUMPING or to is not None and to not in _FLOATS:
                     jumps = True
-                elif node.op_type in ARITHMETIC or node.op_type in SELECTIONS or to is not None:
-                    onward.extend(o for o in node.outputs if o.dtype in _WIDER)  # a cast to half: a new rounding
+                elif node.op_type in self._through or to is not None:
+                    onward.extend(o for o in node.outputs if o.dtype in self._kept)
             if not children_done and not jumps and onward:
                 self._memo[id(value)] = False
                 stack.append((value, True))
@@ -256,14 +265,14 @@ class _JumpsAfter:
         return self._memo[id(root)]
 
 
-def _read_inputs(node: ir.Node, jumps_after: _JumpsAfter) -> tuple[list[ir.Value], bool]:
+def _read_inputs(node: ir.Node, jumps_after: JumpsAfter) -> tuple[list[ir.Value], bool]:
     """The half-precision inputs of ``node`` whose rounding its result depends on, and whether it jumps on them:
     every input of a :data:`JUMPS` op and of a ``Cast`` from float16 to an integer type or bool (True: the
     arithmetic before is followed while :data:`CORRECTLY_ROUNDED`), the input of a ``Cast`` from float16 to
     another float type (True when a jump follows in that type, else False: the rounding of the last result only,
     within float16's tolerance otherwise); from bfloat16, only a ``Cast`` to int8 or uint8 (the only cast
     onnxruntime merges with an explicit rounding to bfloat16)."""
-    if not _is_default(node):
+    if not is_default(node):
         return [], False
     if node.op_type == "Cast":
         value, to = node.inputs[0], node.attributes.get("to")
@@ -283,7 +292,7 @@ def _read_inputs(node: ir.Node, jumps_after: _JumpsAfter) -> tuple[list[ir.Value
 
 def _narrowing_cast(node: ir.Node) -> bool:
     """``Cast(float32/float64 -> float16/bfloat16)``: a rounding written in the model."""
-    if node.op_type != "Cast" or not _is_default(node) or node.inputs[0] is None:
+    if node.op_type != "Cast" or not is_default(node) or node.inputs[0] is None:
         return False
     to = node.attributes.get("to")
     return to is not None and ir.DataType(to.as_int()) in _HALF and node.inputs[0].dtype in _WIDER
@@ -312,7 +321,7 @@ class _Walk:
     @staticmethod
     def _kind(value: ir.Value) -> str | None:
         node = value.producer()
-        if node is None or not _is_default(node):
+        if node is None or not is_default(node):
             return None
         if _narrowing_cast(node):
             return "cast"
@@ -394,7 +403,7 @@ def round_half_results(model: ir.Model) -> int:
     """
     if not needs_guard(of_model(model), "half_computed_in_float"):
         return 0  # a model for CUDA only: its float16 kernels round as PyTorch does
-    walk, jumps_after = _Walk(), _JumpsAfter()
+    walk, jumps_after = _Walk(), JumpsAfter()
     for node in ir.traversal.RecursiveGraphIterator(model.graph):
         values, jumps = _read_inputs(node, jumps_after)
         for value in values:
