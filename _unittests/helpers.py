@@ -11,7 +11,7 @@ import onnx
 import torch
 from torch.utils._pytree import tree_leaves
 
-from experimental.torch_interpreter import InferenceSession, Registry, default_registry, to_onnx
+from experimental.torch_interpreter import InferenceSession, to_onnx
 
 
 def _feeds(onx: onnx.ModelProto, args: tuple, kwargs: dict | None) -> dict[str, Any]:
@@ -142,14 +142,3 @@ def check_dynamic(
         other = rand(*shape, dtype=x.dtype, normal=True)
     dynamic_shapes = ({i: _AXIS_NAMES.get(i, f"dim{i}") for i in dynamic},)
     return check_model(model, (x,), dynamic_shapes=dynamic_shapes, more_inputs=[((other,), None)], **kwargs)
-
-
-def registry_with(key: str, converter) -> Registry:
-    """A copy of the project's registry where ``key`` has ``converter`` (a wrong one, to test the investigation
-    tools; or a new key)."""
-    registry = Registry()
-    for k in default_registry.supported():
-        if k != key:
-            registry.register(k)(default_registry.get(k))
-    registry.register(key)(converter)
-    return registry

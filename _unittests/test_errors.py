@@ -161,15 +161,12 @@ class ScaledTanh(torch.nn.Module):
 def test_converter_mixing_element_types_is_caught():
     import onnx_ir as ir
 
-    from experimental.torch_interpreter import ConversionError, Registry, default_registry
+    from experimental.torch_interpreter import ConversionError, default_registry
 
-    registry = Registry()
-    for key in default_registry.supported():
-        registry.register(key)(default_registry.get(key))
-
-    @registry.register("aten2onnx_test::scaled_tanh.default")
     def buggy(ctx, x, alpha):
         return ctx.op("Mul", ctx.op("Tanh", x), ctx.const(alpha, ir.DataType.DOUBLE))
+
+    registry = default_registry.with_converter("aten2onnx_test::scaled_tanh.default", buggy)
 
     with pytest.raises(ConversionError) as info:
         to_onnx(ScaledTanh(), (torch.randn(3),), registry=registry)

@@ -8,7 +8,7 @@ from helpers import Fn, check_model, op_types, rand
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.aliasing import needs_tracking
-from experimental.torch_interpreter.registry import Registry, default_registry
+from experimental.torch_interpreter.registry import default_registry
 
 
 #: standard normal floats, integers in [-5, 4]
@@ -283,16 +283,12 @@ def test_no_tracking_without_mutation():
 
 def test_explicit_mutate():
     """A converter may say what it wrote with ctx.mutate; the interpreter does not write it twice."""
-    registry = Registry()
-    for key in default_registry.supported():
-        if key != "aten::add_.Tensor":
-            registry.register(key)(default_registry.get(key))
-
-    @registry.register("aten::add_.Tensor")
     def add_(ctx, self, other, alpha=1):
         new = ctx.op("Add", self, ctx.operand(other, self.dtype))
         ctx.mutate(0, new)
         return new
+
+    registry = default_registry.with_converter("aten::add_.Tensor", add_)
 
     def fn(x):
         x[:, 1].add_(1)

@@ -25,7 +25,6 @@ from experimental.torch_interpreter import (
     to_onnx,
 )
 from experimental.torch_interpreter.context import NodeContext
-from helpers import registry_with
 
 
 def _softplus_without_beta(ctx: NodeContext, self: ir.Value, beta: float = 1, threshold: float = 20) -> ir.Value:
@@ -38,8 +37,8 @@ def _silu_without_product(ctx: NodeContext, self: ir.Value) -> ir.Value:
     return ctx.op("Sigmoid", self)
 
 
-SOFTPLUS = registry_with("aten::softplus.default", _softplus_without_beta)
-SILU = registry_with("aten::silu.default", _silu_without_product)
+SOFTPLUS = default_registry.with_converter("aten::softplus.default", _softplus_without_beta)
+SILU = default_registry.with_converter("aten::silu.default", _silu_without_product)
 
 
 class Block(torch.nn.Module):

@@ -12,9 +12,8 @@ import warnings
 import pytest
 import torch
 import transformers
-from helpers import registry_with
 
-from experimental.torch_interpreter import EagerFallbackWarning, VerificationError
+from experimental.torch_interpreter import EagerFallbackWarning, VerificationError, default_registry
 from experimental.torch_interpreter.python_op import contexts
 from experimental.torch_interpreter.training import BackendOptions, OrtBackend
 
@@ -243,7 +242,7 @@ def test_verify_finds_a_wrong_converter():
     def wrong_tanh(ctx, x):
         return ctx.op("Sigmoid", x)
 
-    registry = registry_with("aten::tanh.default", wrong_tanh)
+    registry = default_registry.with_converter("aten::tanh.default", wrong_tanh)
 
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
     backend = OrtBackend(BackendOptions(providers="cpu", verify=True, registry=registry))
@@ -265,7 +264,7 @@ def test_verify_names_the_first_wrong_node_of_the_backward_graph():
     def wrong_gelu_backward(ctx, grad, x, approximate="none"):
         return grad  # no ONNX node of its own: the gradient of the next layer handed back unchanged
 
-    registry = registry_with("aten::gelu_backward.default", wrong_gelu_backward)
+    registry = default_registry.with_converter("aten::gelu_backward.default", wrong_gelu_backward)
 
     torch.manual_seed(0)
     backend = OrtBackend(BackendOptions(providers="cpu", verify=True, registry=registry))
@@ -306,7 +305,7 @@ def test_a_graph_onnxruntime_refuses_runs_eagerly():
     def unknown_op(ctx, x):
         return ctx.op("NoSuchOp", x, domain="nowhere.example")
 
-    registry = registry_with("aten::tanh.default", unknown_op)
+    registry = default_registry.with_converter("aten::tanh.default", unknown_op)
 
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
     x = torch.randn(2, 3)

@@ -18,7 +18,8 @@ The first node at fault in a tiny Llama
 
 A converter of our own replaces the project's ``silu``, and forgets the product: ``sigmoid(x)`` instead of
 ``x * sigmoid(x)``. A private :class:`~experimental.torch_interpreter.Registry`, a copy of the default one
-with that converter swapped in, is given to the export; the default registry is left alone.
+with that converter swapped in (``default_registry.with_converter``), is given to the export; the default registry
+is left alone.
 """
 
 import os
@@ -32,7 +33,6 @@ import transformers
 from experimental.torch_interpreter import (
     ConversionError,
     ExportReport,
-    Registry,
     VerificationError,
     default_registry,
     find_discrepancies,
@@ -41,22 +41,12 @@ from experimental.torch_interpreter import (
 from experimental.torch_interpreter.context import NodeContext
 
 
-def registry_with(key, converter):
-    """A copy of the default registry where ``key`` has ``converter``."""
-    registry = Registry()
-    for k in default_registry.supported():
-        if k != key:
-            registry.register(k)(default_registry.get(k))
-    registry.register(key)(converter)
-    return registry
-
-
 def silu_without_product(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """silu(Tensor self) -> Tensor (wrong: returns sigmoid(x))"""
     return ctx.op("Sigmoid", self)
 
 
-buggy = registry_with("aten::silu.default", silu_without_product)
+buggy = default_registry.with_converter("aten::silu.default", silu_without_product)
 
 config = transformers.LlamaConfig(
     hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,

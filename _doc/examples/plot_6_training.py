@@ -36,7 +36,6 @@ import transformers
 
 from experimental.torch_interpreter import (
     EagerFallbackWarning,
-    Registry,
     VerificationError,
     default_registry,
     plot_graph,
@@ -275,11 +274,7 @@ def tanh_as_sigmoid(ctx, x):
     return ctx.op("Sigmoid", x)
 
 
-wrong = Registry()
-for key in default_registry.supported():
-    if key != "aten::tanh.default":
-        wrong.register(key)(default_registry.get(key))
-wrong.register("aten::tanh.default")(tanh_as_sigmoid)
+wrong = default_registry.with_converter("aten::tanh.default", tanh_as_sigmoid)
 
 model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
 checked = OrtBackend(providers="cpu", verify=True, registry=wrong)

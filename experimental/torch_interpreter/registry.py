@@ -66,6 +66,26 @@ class Registry:
         """Sorted list of the covered keys."""
         return sorted(self._converters)
 
+    def with_converter(self, key: str, converter: Converter) -> Registry:
+        """A copy of this registry (its converters and fallbacks) where ``key`` has ``converter``, this one left as
+        it is: to try a converter of one's own for one op, or to test the investigation tools with one wrong on
+        purpose.
+
+        >>> import torch
+        >>> from experimental.torch_interpreter import default_registry, to_onnx
+        >>> def relu_as_abs(ctx, x):
+        ...     return ctx.op("Abs", x)
+        >>> mine = default_registry.with_converter("aten::relu.default", relu_as_abs)
+        >>> mine.get("aten::relu.default") is relu_as_abs, default_registry.get("aten::relu.default") is relu_as_abs
+        (True, False)
+        >>> [n.op_type for n in to_onnx(torch.nn.ReLU(), (torch.randn(3),), registry=mine).graph.node]
+        ['Abs']
+        """
+        copy = Registry()
+        copy._converters = {**self._converters, key: converter}
+        copy._fallbacks = dict(self._fallbacks)
+        return copy
+
     def register_fallback(self, name: str) -> Callable[[Converter], Converter]:
         """Decorator registering a converter found by ``name`` (:meth:`fallback`) instead of an op's key: one
         converter for ops that have no key of their own in the registry (custom ops exported as PythonOp).
