@@ -36,7 +36,8 @@ RULES = {
     "investigate": "comparison engine, repro, report: base, translation, runtime; find_discrepancies exports too",
     "training": "the torch.compile backend (AOTAutograd's graphs translated and run in onnxruntime): base, contract, "
                 "translation, optimize, runtime, investigate (verify=True compares a graph node by node)",
-    "front": "to_onnx, the command line, bypass_export_some_errors, the package root: anything",
+    "front": "to_onnx, the command line, bypass_export_some_errors, the package root, genai/ (onnxruntime-genai "
+             "packages, made with to_onnx): anything",
 }
 
 #: the modules of python_op/ both the translation and the runtime read
@@ -56,6 +57,7 @@ FOLDERS = {
     "runtime": "runtime",
     "investigate": "investigate",
     "training": "training",
+    "genai": "front",
 }
 
 MAY_IMPORT = {

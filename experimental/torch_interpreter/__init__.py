@@ -18,6 +18,7 @@ from .errors import (
     DynamicShapeError,
     EagerFallbackWarning,
     ExportCaptureError,
+    GenAIError,
     InputMismatchError,
     InvalidModelError,
     MalformedModelError,
@@ -36,6 +37,7 @@ from .errors import (
     UntrustedCodeError,
     VerificationError,
 )
+from .genai import GenAIPackage, export_genai
 from .investigate import DiscrepancyReport, ExportReport, NodeDiscrepancy
 from .investigate.discrepancies import find_discrepancies
 from .investigate.plot_graph import plot_graph
@@ -56,6 +58,8 @@ __all__ = [
     "EagerFallbackWarning",
     "ExportCaptureError",
     "ExportReport",
+    "GenAIError",
+    "GenAIPackage",
     "InferenceSession",
     "InputMismatchError",
     "InvalidModelError",
@@ -81,6 +85,7 @@ __all__ = [
     "bypass_export_some_errors",
     "default_registry",
     "export",
+    "export_genai",
     "find_discrepancies",
     "optimize_model",
     "plot_graph",

@@ -1,4 +1,4 @@
-"""``python -m experimental.torch_interpreter export|compare FILE.py:factory`` (see :mod:`.cli`)."""
+"""``python -m experimental.torch_interpreter export|compare FILE.py:factory`` and ``genai MODEL_FOLDER OUT_FOLDER`` (see :mod:`.cli`)."""
 
 import sys
 

@@ -1,7 +1,8 @@
 """Command line: ``python -m experimental.torch_interpreter`` (console script ``aten2onnx``).
 
 ``export FILE.py:factory`` converts the model a factory returns, ``compare FILE.py:factory`` runs
-:func:`~experimental.torch_interpreter.find_discrepancies` on it. The factory is a function without
+:func:`~experimental.torch_interpreter.find_discrepancies` on it, ``genai MODEL_FOLDER OUT_FOLDER`` writes an
+onnxruntime-genai package (:func:`~experimental.torch_interpreter.export_genai`). The factory is a function without
 arguments returning ``model``, ``(model, args)``, ``(model, args, kwargs)`` or
 ``(model, args, kwargs, dynamic_shapes)``, or a dict with these keys.
 """
@@ -21,6 +22,7 @@ import torch
 
 from .convert import to_onnx
 from .errors import InvalidModelError, TorchInterpreterError
+from .genai.package import PRECISIONS, PROVIDERS, export_genai
 from .investigate.discrepancies import find_discrepancies
 from .investigate.report import ExportReport
 
@@ -117,7 +119,27 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--repro", metavar="DIR", help="write a standalone repro of the first node that differs there")
     compare.add_argument("--plot", metavar="P.png", help="save the error per node (log scale) as an image")
     _common_options(compare)
+    genai = sub.add_parser(
+        "genai", help="export a transformers causal LM folder as an onnxruntime-genai package",
+        description="Writes OUT_FOLDER: model.onnx (+ external data), genai_config.json and the tokenizer files, "
+        "which onnxruntime_genai.Model(OUT_FOLDER) loads.",
+    )
+    genai.add_argument("model_folder", help="a folder written by save_pretrained (config.json, weights, tokenizer)")
+    genai.add_argument("out_folder", help="the package's folder (must not exist, see --overwrite)")
+    genai.add_argument("-p", "--precision", default="fp32", choices=PRECISIONS,
+                       help="fp32 (default); fp16 or bf16 for CUDA; int4: weights of the products in int4")
+    genai.add_argument("-e", "--provider", default="cpu", choices=PROVIDERS,
+                       help="the execution provider the package is made for (default cpu)")
+    genai.add_argument("--overwrite", action="store_true", help="replace OUT_FOLDER when it exists")
+    genai.add_argument("-v", "--verbose", action="count", default=0, help="log the steps")
     return parser
+
+
+def _genai(ns: argparse.Namespace) -> int:
+    package = export_genai(ns.model_folder, ns.out_folder, precision=ns.precision, provider=ns.provider,
+                           overwrite=ns.overwrite, verbose=ns.verbose)
+    sys.stdout.write(f"saved {package.folder} ({', '.join(package.files)}) in {package.seconds:.1f} s\n")
+    return 0
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
@@ -213,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     ns = _parser().parse_args(argv)
     try:
-        return _export(ns) if ns.command == "export" else _compare(ns)
+        return {"export": _export, "compare": _compare, "genai": _genai}[ns.command](ns)
     except TorchInterpreterError as e:
         sys.stderr.write(f"{type(e).__name__}: {e}\n")
         return 1

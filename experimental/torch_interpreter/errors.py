@@ -144,3 +144,9 @@ class ArgumentError(TorchInterpreterError, TypeError):
 class EagerFallbackWarning(TorchInterpreterWarning):
     """The ``torch.compile`` backend runs a graph eagerly (PyTorch's kernels) instead of in onnxruntime: an op of
     the graph has no converter or the translation failed; the message names the op and the model line."""
+
+
+class GenAIError(TorchInterpreterError, ValueError):
+    """:func:`~experimental.torch_interpreter.export_genai` cannot write the onnxruntime-genai package: the model
+    or folder is not a causal language model with a key-value cache (a recurrent state instead: Mamba, RWKV,
+    hybrids), an argument is unknown (precision, provider), or the output folder exists. Nothing is written."""

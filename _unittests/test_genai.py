@@ -1,0 +1,233 @@
+"""onnxruntime-genai packages (export_genai): greedy tokens equal to transformers' generate, int4, CUDA packages,
+the command line, and bad input refused with nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+og = pytest.importorskip("onnxruntime_genai", reason="onnxruntime-genai is not installed (pip install -e .[dev])")
+transformers = pytest.importorskip("transformers")
+
+from experimental.torch_interpreter import GenAIError, export_genai  # noqa: E402
+from experimental.torch_interpreter.cli import main  # noqa: E402
+from experimental.torch_interpreter.genai.generate import genai_greedy, transformers_greedy  # noqa: E402
+from experimental.torch_interpreter.genai.tiny import PAD, write_random_causal_lm  # noqa: E402
+
+#: a prompt, and a batch of two prompts of different lengths (padded by each runtime the way it reads padding)
+PROMPTS = [[1, 5, 17, 33, 8, 99, 4], [1, 44, 7]]
+NEW_TOKENS = 12
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("genai")
+    made = {}
+
+    def folder(family, **config):
+        key = (family, tuple(sorted(config.items())))
+        if key not in made:
+            made[key] = write_random_causal_lm(family, root / f"{family}_{len(made)}", **config)
+        return made[key]
+
+    return folder
+
+
+def _same_tokens(src, package_folder, prompts):
+    hf = transformers.AutoModelForCausalLM.from_pretrained(src).eval()
+    expected = transformers_greedy(hf, prompts, NEW_TOKENS, PAD)
+    got = genai_greedy(package_folder, prompts, NEW_TOKENS)
+    assert got == expected
+
+
+@pytest.mark.parametrize("family, config", [
+    ("llama", {}),
+    ("mistral", {"sliding_window": 64}),
+    ("qwen2", {}),
+    ("qwen3", {}),
+    ("phi3", {}),
+    ("gemma2", {}),
+    ("gpt2", {}),
+    ("falcon", {}),
+])
+def test_greedy_tokens_equal_transformers(folders, tmp_path, family, config):
+    """A batch of one and a batch of two prompts of different lengths: onnxruntime-genai generates the tokens
+    transformers' generate gives (an empty past at the first step, one new token after)."""
+    src = folders(family, **config)
+    package = export_genai(src, tmp_path / "pkg")
+    assert package.files[:2] == ["genai_config.json", "model.onnx"]
+    assert "tokenizer.json" in package.files
+    _same_tokens(src, package.folder, PROMPTS[:1])
+    _same_tokens(src, package.folder, PROMPTS)
+
+
+def test_genai_config(folders, tmp_path):
+    src = folders("qwen2")
+    package = export_genai(src, tmp_path / "pkg")
+    with open(os.path.join(package.folder, "genai_config.json")) as f:
+        config = json.load(f)
+    assert config == package.config
+    model, decoder = config["model"], config["model"]["decoder"]
+    assert (model["type"], model["bos_token_id"], model["eos_token_id"], model["pad_token_id"]) == ("qwen2", 1, 2, 0)
+    assert (decoder["num_hidden_layers"], decoder["num_attention_heads"], decoder["num_key_value_heads"],
+            decoder["head_size"], decoder["hidden_size"]) == (2, 4, 2, 16, 64)
+    onx = onnx.load(os.path.join(package.folder, "model.onnx"), load_external_data=False)
+    inputs, outputs = [i.name for i in onx.graph.input], [o.name for o in onx.graph.output]
+    assert inputs[:3] == ["input_ids", "attention_mask", "position_ids"]
+    assert decoder["inputs"]["past_key_names"] % 1 in inputs
+    assert outputs[0] == "logits" and decoder["outputs"]["present_value_names"] % 1 in outputs
+    assert onx.ir_version <= 10
+    assert config["search"]["max_length"] == model["context_length"] == 1024
+    assert config["search"]["past_present_share_buffer"] is False
+
+
+def test_tokenizer_loads_and_round_trips(folders, tmp_path):
+    src = folders("llama")
+    package = export_genai(src, tmp_path / "pkg")
+    tokenizer = og.Tokenizer(og.Model(package.folder))
+    expected = transformers.AutoTokenizer.from_pretrained(src)
+    text = "Beautiful is better than ugly. Simple is better than complex."
+    ids = tokenizer.encode(text)
+    assert list(ids) == expected.encode(text, add_special_tokens=False)
+    assert tokenizer.decode(ids) == text
+
+
+def test_model_object_with_tokenizer(tmp_path, folders):
+    """A model object (the caller's left in its dtype) and a tokenizer given apart."""
+    src = folders("llama")
+    model = transformers.AutoModelForCausalLM.from_pretrained(src)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(src)
+    package = export_genai(model, tmp_path / "pkg", tokenizer=tokenizer)
+    assert "tokenizer.json" in package.files
+    _same_tokens(src, package.folder, PROMPTS[:1])
+
+
+def test_int4_package(folders, tmp_path):
+    """Every product's weight in int4 through onnxruntime's quantizer; the package loads and generates, its logits
+    close to fp32's: cosine above 0.95 (0.99 measured), the same next token (random weights give flat logits, so
+    later tokens may differ without being wrong)."""
+    src = folders("llama", intermediate=128)
+    fp32 = export_genai(src, tmp_path / "fp32")
+    int4 = export_genai(src, tmp_path / "int4", precision="int4")
+    assert int4.op_counts.get("MatMulNBits", 0) >= 7 and "MatMul" not in int4.op_counts
+    tokens = genai_greedy(int4.folder, PROMPTS, NEW_TOKENS)
+    assert [len(t) for t in tokens] == [len(p) + NEW_TOKENS for p in PROMPTS]
+    logits = {}
+    for package in (fp32, int4):
+        model = og.Model(package.folder)
+        params = og.GeneratorParams(model)
+        params.set_search_options(max_length=16)
+        generator = og.Generator(model, params)
+        generator.append_tokens(np.array([PROMPTS[0]], dtype=np.int32))
+        logits[package.precision] = np.asarray(generator.get_output("logits"))[0, -1]
+    a, b = logits["fp32"], logits["int4"]
+    assert float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) > 0.95
+    assert a.argmax() == b.argmax()
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_half_package_for_cuda(folders, tmp_path, precision):
+    """A package made for CUDA: the weights in the precision, CUDA named in genai_config.json, and (bf16) every
+    bfloat16 node an op CUDA has a bfloat16 kernel for (the CPU has none for most)."""
+    src = folders("llama")
+    package = export_genai(src, tmp_path / "pkg", precision=precision, provider="cuda")
+    assert package.config["model"]["decoder"]["session_options"]["provider_options"] == [{"cuda": {}}]
+    onx = onnx.load(os.path.join(package.folder, "model.onnx"), load_external_data=False)
+    dtype = onnx.TensorProto.FLOAT16 if precision == "fp16" else onnx.TensorProto.BFLOAT16
+    assert onx.graph.output[0].type.tensor_type.elem_type == dtype
+    assert {i.type.tensor_type.elem_type for i in onx.graph.input[3:]} == {dtype}
+
+
+def test_more_families_than_the_builder(folders, tmp_path):
+    """Families onnxruntime-genai's model builder refuses or has no graph for export and generate."""
+    for family in ("opt", "gpt_neox"):
+        src = folders(family)
+        package = export_genai(src, tmp_path / family)
+        assert package.config["model"]["type"] == "decoder"
+        _same_tokens(src, package.folder, PROMPTS[:1])
+
+
+# -- bad input: a clear error, nothing written ------------------------------------------------------------------
+
+
+def _nothing_written(parent):
+    return [p for p in os.listdir(parent) if p.startswith(".genai_")] == []
+
+
+def test_folder_without_config(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(GenAIError, match="has no config.json"):
+        export_genai(tmp_path / "empty", tmp_path / "out")
+    with pytest.raises(GenAIError, match="is not a folder"):
+        export_genai(tmp_path / "missing", tmp_path / "out")
+    assert not (tmp_path / "out").exists() and _nothing_written(tmp_path)
+
+
+def test_model_without_kv_cache(tmp_path):
+    cfg = transformers.MambaConfig(hidden_size=32, num_hidden_layers=1, vocab_size=100, state_size=4)
+    with pytest.raises(GenAIError, match="recurrent state"):
+        export_genai(transformers.MambaForCausalLM(cfg), tmp_path / "out")
+    with pytest.raises(GenAIError, match="causal language model"):
+        export_genai(torch.nn.Linear(2, 2), tmp_path / "out")
+    assert not (tmp_path / "out").exists() and _nothing_written(tmp_path)
+
+
+def test_encoder_folders_are_refused(tmp_path):
+    small = dict(num_hidden_layers=1, num_attention_heads=2, vocab_size=100)
+    transformers.BertModel(transformers.BertConfig(hidden_size=32, intermediate_size=64, **small)).save_pretrained(
+        tmp_path / "bert")
+    with pytest.raises(GenAIError, match="returns no key-value cache"):
+        export_genai(tmp_path / "bert", tmp_path / "out")
+    cfg = transformers.T5Config(d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2, vocab_size=100)
+    transformers.T5Model(cfg).save_pretrained(tmp_path / "t5")
+    with pytest.raises(GenAIError, match="no causal language model class"):
+        export_genai(tmp_path / "t5", tmp_path / "out")
+    assert not (tmp_path / "out").exists() and _nothing_written(tmp_path)
+
+
+def test_bad_arguments(folders, tmp_path):
+    src = folders("llama")
+    with pytest.raises(GenAIError, match="unknown precision 'int8'"):
+        export_genai(src, tmp_path / "out", precision="int8")
+    with pytest.raises(GenAIError, match="unknown provider 'tpu'"):
+        export_genai(src, tmp_path / "out", provider="tpu")
+    with pytest.raises(GenAIError, match="made for CUDA"):
+        export_genai(src, tmp_path / "out", precision="bf16")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("mine")
+    with pytest.raises(GenAIError, match="exists"):
+        export_genai(src, tmp_path / "taken")
+    assert os.listdir(tmp_path / "taken") == ["keep.txt"] and _nothing_written(tmp_path)
+
+
+def test_failure_leaves_nothing(folders, tmp_path, monkeypatch):
+    """A failure while writing removes the temporary folder and leaves an existing package as it was."""
+    from experimental.torch_interpreter.genai import package as package_module
+
+    src = folders("llama")
+    export_genai(src, tmp_path / "pkg")
+    before = sorted(os.listdir(tmp_path / "pkg"))
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(package_module, "write_tokenizer", broken)
+    with pytest.raises(OSError, match="No space left"):
+        export_genai(src, tmp_path / "pkg", overwrite=True)
+    assert sorted(os.listdir(tmp_path / "pkg")) == before and _nothing_written(tmp_path)
+
+
+def test_command_line(folders, tmp_path, capsys):
+    src = folders("llama")
+    assert main(["genai", src, str(tmp_path / "pkg"), "--precision", "fp32", "--provider", "cpu"]) == 0
+    assert "saved" in capsys.readouterr().out
+    assert og.Model(str(tmp_path / "pkg")) is not None
+    assert main(["genai", src, str(tmp_path / "pkg")]) == 1
+    err = capsys.readouterr().err
+    assert "GenAIError" in err and "exists" in err
+    assert main(["genai", src, str(tmp_path / "pkg"), "--overwrite"]) == 0

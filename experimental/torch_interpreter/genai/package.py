@@ -1,0 +1,158 @@
+"""``export_genai``: a transformers causal LM as an onnxruntime-genai package (``model.onnx`` and its external data,
+``genai_config.json``, the tokenizer files), written whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx_ir as ir
+import torch
+
+from ..capture.range_constraints import RangeConstraintWarning
+from ..convert import to_onnx
+from ..errors import GenAIError
+from ..logs import verbosity
+from ..onnx_export_errors import bypass_export_some_errors
+from ..saving import save
+from .config import genai_config
+from .inputs import decoder_inputs
+from .quantize import quantize_int4
+from .source import load_causal_lm
+from .tokenizer_files import write_tokenizer
+
+logger = logging.getLogger(__name__)
+
+#: the precisions of ``export_genai(precision=...)``: the dtype the model computes in (int4: the weights of the
+#: products in int4, the rest in float32 on the CPU, float16 on CUDA)
+PRECISIONS = ("fp32", "fp16", "bf16", "int4")
+PROVIDERS = ("cpu", "cuda")
+_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+#: the decoder's file name in the package (its weights in ``MODEL_FILE + ".data"``)
+MODEL_FILE = "model.onnx"
+
+
+@dataclass
+class GenAIPackage:
+    """What :func:`export_genai` wrote: the folder, its files, the ``genai_config.json`` content, the precision
+    and provider, the time it took and the decoder's op counts."""
+
+    folder: str
+    files: list[str]
+    config: dict[str, Any]
+    precision: str
+    provider: str
+    seconds: float
+    op_counts: dict[str, int] = field(default_factory=dict)
+
+
+def export_genai(
+    model: torch.nn.Module | str | os.PathLike,
+    folder: str | os.PathLike,
+    precision: str = "fp32",
+    provider: str = "cpu",
+    *,
+    tokenizer: Any = None,
+    overwrite: bool = False,
+    verbose: int = 0,
+) -> GenAIPackage:
+    """Exports a transformers causal language model as a package onnxruntime-genai generates text with:
+    ``onnxruntime_genai.Model(folder)`` loads it.
+
+    :param model: a transformers causal LM (``*ForCausalLM``), or the folder ``save_pretrained`` wrote
+        (``config.json``, the weights, the tokenizer files)
+    :param folder: the package's folder, which must not exist (see ``overwrite``); it is written in a temporary
+        folder beside it and renamed when complete, so a failure leaves nothing
+    :param precision: ``"fp32"``; ``"fp16"`` or ``"bf16"`` (for CUDA); ``"int4"`` (the weights of every product
+        quantized by onnxruntime's ``MatMulNBits`` quantizer, blocks of 32)
+    :param provider: ``"cpu"`` or ``"cuda"``: the execution provider the package is made for (graph and
+        ``genai_config.json``)
+    :param tokenizer: a transformers tokenizer or a folder holding its files; default: the files of ``model``'s
+        folder
+    :param overwrite: replace ``folder`` when it exists
+    :param verbose: 0 silent, 1 logs the steps
+    :return: a :class:`GenAIPackage`
+
+    The decoder takes ``input_ids``, ``attention_mask``, ``position_ids`` (when the model takes them) and the cache
+    as ``past_key_values.%d.key`` / ``.value``, and returns ``logits`` and ``present.%d.key`` / ``.value``.
+    A model without a key-value cache (Mamba, RWKV, hybrids) raises
+    :class:`~experimental.torch_interpreter.GenAIError`, and so does an unknown precision or provider.
+
+    Example::
+
+        >>> import tempfile, os, transformers
+        >>> from experimental.torch_interpreter import export_genai
+        >>> cfg = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        ...                                num_attention_heads=2, vocab_size=100, bos_token_id=1, eos_token_id=2)
+        >>> folder = os.path.join(tempfile.mkdtemp(), "llama")
+        >>> package = export_genai(transformers.LlamaForCausalLM(cfg), folder)
+        >>> package.files, package.config["model"]["type"]
+        (['genai_config.json', 'model.onnx'], 'llama')
+    """
+    begin = time.perf_counter()
+    folder = os.path.abspath(os.fspath(folder))
+    dtype = _check_arguments(folder, precision, provider, overwrite)
+    with verbosity(verbose):
+        lm = load_causal_lm(model, dtype)
+        logger.info("exporting %s for onnxruntime-genai (%s, %s)", type(lm.model).__name__, precision, provider)
+        inputs = decoder_inputs(lm.model)
+        with bypass_export_some_errors(patch_transformers=True) as adapt, warnings.catch_warnings():
+            # torch.export's ranges start at 2 (a size of 0 or 1 would be specialized); the decoder runs with an
+            # empty past and one new token, which the package tests check by generating
+            warnings.simplefilter("ignore", RangeConstraintWarning)
+            onx = to_onnx(lm.model, (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
+                          optimize="onnxruntime", providers=provider, as_ir=True)
+        if precision == "int4":
+            onx = ir.from_proto(quantize_int4(ir.to_proto(onx), provider))
+        config = genai_config(lm.config, getattr(lm.model, "generation_config", None), inputs, provider=provider,
+                              filename=MODEL_FILE, share_buffer=False)
+        files = _write_package(onx, config, lm.folder, tokenizer, folder, overwrite)
+    counts = Counter(n.op_type for n in onx.graph)
+    seconds = time.perf_counter() - begin
+    logger.info("package written in %s (%.1f s): %s", folder, seconds, ", ".join(files))
+    return GenAIPackage(folder, files, config, precision, provider, seconds, dict(counts.most_common()))
+
+
+def _check_arguments(folder: str, precision: str, provider: str, overwrite: bool) -> torch.dtype:
+    if precision not in PRECISIONS:
+        raise GenAIError(f"unknown precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
+    if provider not in PROVIDERS:
+        raise GenAIError(f"unknown provider {provider!r}: expected one of {', '.join(PROVIDERS)}")
+    if precision in ("fp16", "bf16") and provider != "cuda":
+        raise GenAIError(
+            f"precision {precision!r} is made for CUDA (provider='cuda'): onnxruntime's CPU has no {precision} "
+            "kernel for most of a decoder's ops; on the CPU, use precision 'fp32' or 'int4'")
+    if os.path.exists(folder) and not overwrite:
+        raise GenAIError(f"{folder!r} exists: export_genai writes a new folder (give another one, or "
+                         "overwrite=True / --overwrite to replace it)")
+    if precision == "int4":
+        return torch.float32 if provider == "cpu" else torch.float16
+    return _DTYPES[precision]
+
+
+def _write_package(onx: ir.Model, config: dict, source: str | None, tokenizer: Any, folder: str,
+                   overwrite: bool) -> list[str]:
+    parent = os.path.dirname(folder)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".genai_", dir=parent)
+    try:
+        save(onx, os.path.join(tmp, MODEL_FILE), external_data=None)
+        with open(os.path.join(tmp, "genai_config.json"), "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=4)
+        write_tokenizer(source, tokenizer, tmp)
+        if os.path.exists(folder) and overwrite:
+            shutil.rmtree(folder)
+        os.rename(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return sorted(os.listdir(folder))

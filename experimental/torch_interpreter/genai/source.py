@@ -1,0 +1,116 @@
+"""What :func:`~experimental.torch_interpreter.export_genai` packages: a transformers causal language model, given
+as a model or as a folder written by ``save_pretrained``, checked to have a key-value cache onnxruntime-genai can
+drive, in the precision the package computes in.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import GenAIError
+from .inputs import cache_argument
+
+logger = logging.getLogger(__name__)
+
+#: the cache layers of ``transformers.DynamicCache`` that hold keys and values (the others hold a recurrent state)
+KV_LAYERS = ("DynamicLayer", "DynamicSlidingWindowLayer")
+
+
+@dataclass
+class CausalLM:
+    """A causal language model ready to export: the module (eval mode, in the package's dtype), its config and
+    the folder it was read from (None for a model object)."""
+
+    model: torch.nn.Module
+    config: object
+    folder: str | None
+
+
+def load_causal_lm(model: torch.nn.Module | str | os.PathLike, dtype: torch.dtype) -> CausalLM:
+    """The causal LM ``model`` names (a folder written by ``save_pretrained``, or a transformers model), in eval
+    mode and in ``dtype``; a model object in another dtype is copied first, the caller's model is left as it is.
+    Raises :class:`~experimental.torch_interpreter.GenAIError` when it is not a causal LM with a key-value cache.
+
+    Example::
+
+        >>> import torch, transformers
+        >>> cfg = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        ...                                num_attention_heads=2, vocab_size=100)
+        >>> lm = load_causal_lm(transformers.LlamaForCausalLM(cfg), torch.float32)
+        >>> type(lm.model).__name__, lm.folder
+        ('LlamaForCausalLM', None)
+    """
+    if isinstance(model, (str, os.PathLike)):
+        folder = os.fspath(model)
+        module = _from_folder(folder, dtype)
+    elif isinstance(model, torch.nn.Module):
+        folder = None
+        module = model
+        if not hasattr(module, "config") or not callable(getattr(module, "generate", None)):
+            raise GenAIError(
+                f"export_genai takes a transformers causal language model (a *ForCausalLM) or the folder "
+                f"save_pretrained wrote, not a {type(model).__name__}: onnxruntime-genai drives a decoder with a "
+                "key-value cache")
+        if _dtype_of(module) != dtype:
+            logger.info("the model is copied into %s (the caller's model is left as it is)", dtype)
+            module = copy.deepcopy(module).to(dtype)
+    else:
+        raise GenAIError(f"export_genai takes a model or a folder, not {type(model).__name__}")
+    check_kv_cache(module)
+    return CausalLM(module.eval(), module.config, folder)
+
+
+def _from_folder(folder: str, dtype: torch.dtype) -> torch.nn.Module:
+    import transformers
+
+    if not os.path.isdir(folder):
+        raise GenAIError(f"{folder!r} is not a folder; export_genai takes the folder save_pretrained wrote "
+                         "(config.json, the weights, the tokenizer files) or a transformers model")
+    if not os.path.exists(os.path.join(folder, "config.json")):
+        raise GenAIError(f"{folder!r} has no config.json: it is not a folder written by save_pretrained "
+                         f"(it holds {sorted(os.listdir(folder))[:8]})")
+    try:
+        config = transformers.AutoConfig.from_pretrained(folder)
+    except (ValueError, KeyError, OSError) as e:
+        raise GenAIError(f"transformers cannot read {folder}/config.json: {e}") from e
+    try:
+        return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+    except ValueError as e:
+        if "Unrecognized configuration class" in str(e):
+            raise GenAIError(
+                f"{folder!r} holds a {config.model_type!r} model, which transformers has no causal language model "
+                "class for: onnxruntime-genai generates with decoders (AutoModelForCausalLM)") from e
+        raise GenAIError(f"transformers cannot load the causal LM of {folder!r}: {e}") from e
+
+
+def _dtype_of(module: torch.nn.Module) -> torch.dtype | None:
+    floats = {p.dtype for p in module.parameters() if p.is_floating_point()}
+    return floats.pop() if len(floats) == 1 else None
+
+
+def check_kv_cache(module: torch.nn.Module) -> None:
+    """Raises :class:`~experimental.torch_interpreter.GenAIError` when ``module`` keeps no key-value cache
+    onnxruntime-genai can hold: no ``past_key_values`` argument, or cache layers with a recurrent state
+    (Mamba, RWKV, xLSTM, hybrids of attention and recurrences)."""
+    import transformers
+
+    name = type(module).__name__
+    if cache_argument(module) is None:
+        raise GenAIError(
+            f"{name} keeps no key-value cache (its forward takes no cache): onnxruntime-genai generates "
+            "with a decoder whose cache is keys and values per layer; a recurrent state (Mamba, RWKV, xLSTM) is "
+            "not one")
+    try:
+        cache = transformers.DynamicCache(config=module.config)
+    except Exception as e:  # noqa: BLE001  (any failure says the config describes no cache transformers knows)
+        raise GenAIError(f"{name}: transformers builds no DynamicCache from its config ({e})") from e
+    others = sorted({type(layer).__name__ for layer in cache.layers} - set(KV_LAYERS))
+    if others:
+        raise GenAIError(
+            f"{name} keeps a recurrent state in its cache ({', '.join(others)}), not only keys and values: "
+            "onnxruntime-genai's decoder cache holds keys and values per layer, so it cannot drive this model")
