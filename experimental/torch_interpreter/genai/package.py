@@ -25,6 +25,7 @@ from ..onnx_export_errors import bypass_export_some_errors
 from ..saving import save
 from .config import genai_config
 from .inputs import decoder_inputs
+from .last_token import LastTokenLogits
 from .quantize import quantize_int4
 from .source import load_causal_lm
 from .tokenizer_files import write_tokenizer
@@ -83,7 +84,8 @@ def export_genai(
     :return: a :class:`GenAIPackage`
 
     The decoder takes ``input_ids``, ``attention_mask``, ``position_ids`` (when the model takes them) and the cache
-    as ``past_key_values.%d.key`` / ``.value``, and returns ``logits`` and ``present.%d.key`` / ``.value``.
+    as ``past_key_values.%d.key`` / ``.value`` (``cache.%d.key`` from transformers 5.2x), and returns ``logits``
+    (of the last token of each row only: :mod:`.last_token`) and ``present.%d.key`` / ``.value``.
     A model without a key-value cache (Mamba, RWKV, hybrids) raises
     :class:`~experimental.torch_interpreter.GenAIError`, and so does an unknown precision or provider.
 
@@ -109,7 +111,7 @@ def export_genai(
             # torch.export's ranges start at 2 (a size of 0 or 1 would be specialized); the decoder runs with an
             # empty past and one new token, which the package tests check by generating
             warnings.simplefilter("ignore", RangeConstraintWarning)
-            onx = to_onnx(lm.model, (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
+            onx = to_onnx(LastTokenLogits(lm.model), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
                           optimize="onnxruntime", providers=provider, as_ir=True)
         if precision == "int4":
             onx = ir.from_proto(quantize_int4(ir.to_proto(onx), provider))
