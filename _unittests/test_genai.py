@@ -130,6 +130,47 @@ def test_int4_package(folders, tmp_path):
     assert a.argmax() == b.argmax()
 
 
+@pytest.mark.parametrize("family", ["gpt2", "gemma"])
+def test_int4_quantizes_every_product(folders, tmp_path, family):
+    """GPT-2's Conv1D (Gemm) and Gemma's output projection tied to the embedding (a transposed weight) are
+    quantized too: no float product of a weight is left."""
+    src = folders(family)
+    int4 = export_genai(src, tmp_path / "int4", precision="int4")
+    assert not {"MatMul", "Gemm", "FusedMatMul"} & set(int4.op_counts)
+    # per layer: 4 products in GPT-2, 5 in Gemma (packed query/key/value, output, gate, up, down); the head
+    assert int4.op_counts["MatMulNBits"] == {"gpt2": 4, "gemma": 5}[family] * 2 + 1
+    tokens = genai_greedy(int4.folder, PROMPTS[:1], NEW_TOKENS)
+    assert len(tokens[0]) == len(PROMPTS[0]) + NEW_TOKENS
+
+
+def test_products_as_matmul_keep_the_numbers():
+    """Gemm (weight transposed or not, with a bias) and FusedMatMul of a transposed weight, rewritten to MatMul:
+    onnxruntime gives the same results."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from experimental.torch_interpreter.genai.quantize import products_as_matmul
+
+    rng = np.random.default_rng(0)
+    w, wt, b = (rng.standard_normal(s).astype(np.float32) for s in ((8, 6), (6, 8), (6,)))
+    inits = [numpy_helper.from_array(a, n) for a, n in ((w, "w"), (wt, "wt"), (b, "b"))]
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y1"]),
+             helper.make_node("Gemm", ["x", "wt", "b"], ["y2"], transB=1),
+             helper.make_node("FusedMatMul", ["x", "wt"], ["y3"], domain="com.microsoft", transB=1, alpha=1.0)]
+    outputs = [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [3, 6]) for i in (1, 2, 3)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])], outputs,
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)],
+                              ir_version=10)
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    before = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    assert products_as_matmul(model) == 3
+    assert {n.op_type for n in model.graph.node} == {"MatMul", "Add"}
+    after = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    for e, g in zip(before, after):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_half_package_for_cuda(folders, tmp_path, precision):
     """A package made for CUDA: the weights in the precision, CUDA named in genai_config.json, and (bf16) every
