@@ -45,21 +45,31 @@ def _same_tokens(src, package_folder, prompts):
     assert got == expected
 
 
-@pytest.mark.parametrize("family, config", [
-    ("llama", {}),
-    ("mistral", {"sliding_window": 64}),
-    ("qwen2", {}),
-    ("qwen3", {}),
-    ("phi3", {}),
-    ("gemma2", {}),
-    ("gpt2", {}),
-    ("falcon", {}),
-])
-def test_greedy_tokens_equal_transformers(folders, tmp_path, family, config):
+#: the families of the test, their config, and whether their attention becomes GroupQueryAttention (the cache
+#: written in place) or stays ONNX Attention (the cache concatenated: a query/key norm, a soft cap between the
+#: projection and the attention)
+FAMILIES = [
+    ("llama", {}, True),
+    ("mistral", {"sliding_window": 64}, True),
+    ("qwen2", {}, True),
+    ("qwen3", {}, False),
+    ("phi3", {}, True),
+    ("gemma2", {}, False),
+    ("gpt2", {}, True),
+    ("falcon", {}, False),
+]
+
+
+@pytest.mark.parametrize("family, config, gqa", FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_greedy_tokens_equal_transformers(folders, tmp_path, family, config, gqa):
     """A batch of one and a batch of two prompts of different lengths: onnxruntime-genai generates the tokens
-    transformers' generate gives (an empty past at the first step, one new token after)."""
+    transformers' generate gives (an empty past at the first step, one new token after), with the cache written in
+    place (GroupQueryAttention) or concatenated (Attention)."""
     src = folders(family, **config)
     package = export_genai(src, tmp_path / "pkg")
+    assert (package.attention == "GroupQueryAttention") == gqa, package.attention
+    assert package.config["search"]["past_present_share_buffer"] == gqa
+    assert ("GroupQueryAttention" in package.op_counts) == gqa
     assert package.files[:2] == ["genai_config.json", "model.onnx"]
     assert "tokenizer.json" in package.files
     _same_tokens(src, package.folder, PROMPTS[:1])
@@ -78,12 +88,52 @@ def test_genai_config(folders, tmp_path):
             decoder["head_size"], decoder["hidden_size"]) == (2, 4, 2, 16, 64)
     onx = onnx.load(os.path.join(package.folder, "model.onnx"), load_external_data=False)
     inputs, outputs = [i.name for i in onx.graph.input], [o.name for o in onx.graph.output]
-    assert inputs[:3] == ["input_ids", "attention_mask", "position_ids"]
+    # the rotary embedding computed inside GroupQueryAttention: position_ids is read no more
+    assert inputs[:2] == ["input_ids", "attention_mask"] and "position_ids" not in inputs
+    assert "position_ids" not in decoder["inputs"]
     assert decoder["inputs"]["past_key_names"] % 1 in inputs
     assert outputs[0] == "logits" and decoder["outputs"]["present_value_names"] % 1 in outputs
+    assert [d.dim_value or d.dim_param for d in onx.graph.output[0].type.tensor_type.shape.dim][1] == 1
     assert onx.ir_version <= 10
     assert config["search"]["max_length"] == model["context_length"] == 1024
-    assert config["search"]["past_present_share_buffer"] is False
+    assert config["search"]["past_present_share_buffer"] is True
+
+
+def test_group_query_attention_kept_only_when_it_gives_pytorchs_logits(folders, tmp_path, monkeypatch):
+    """The rewritten decoder is compared with PyTorch before it is kept: a difference keeps ONNX Attention and the
+    concatenated cache, which still generates transformers' tokens."""
+    from experimental.torch_interpreter.genai import package as package_module
+
+    src = folders("llama")
+    monkeypatch.setattr(package_module, "check_shared_buffer", lambda *a, **k: "step 0: logits differ (forced)")
+    package = export_genai(src, tmp_path / "pkg")
+    assert package.attention.startswith("Attention (GroupQueryAttention gave other logits: step 0")
+    assert package.config["search"]["past_present_share_buffer"] is False
+    assert "position_ids" in package.config["model"]["decoder"]["inputs"]
+    _same_tokens(src, package.folder, PROMPTS)
+
+
+def test_shared_buffer_check_sees_a_wrong_rotary_table(folders):
+    """The check itself: a rewritten decoder whose cosine table is off by one position differs from PyTorch."""
+    import onnx_ir as ir
+
+    from experimental.torch_interpreter import bypass_export_some_errors, to_onnx
+    from experimental.torch_interpreter.genai.group_query_attention import fuse_group_query_attention
+    from experimental.torch_interpreter.genai.inputs import decoder_inputs
+    from experimental.torch_interpreter.genai.last_token import LastTokenLogits
+    from experimental.torch_interpreter.genai.shared_buffer_check import check_shared_buffer
+
+    lm = transformers.AutoModelForCausalLM.from_pretrained(folders("llama")).eval()
+    inputs = decoder_inputs(lm)
+    with bypass_export_some_errors(patch_transformers=True) as adapt:
+        onx = to_onnx(LastTokenLogits(lm), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
+                      optimize="onnxruntime", providers="cpu", as_ir=True)
+    assert fuse_group_query_attention(onx, 64).layers == 2
+    args = (lm, inputs.cache_argument, PAD, inputs.kv_heads, inputs.head_size)
+    assert check_shared_buffer(onx, *args) == ""
+    cos = onx.graph.initializers["cos_cache"]
+    cos.const_value = ir.tensor(np.roll(cos.const_value.numpy(), 1, axis=0))
+    assert "logits differ from PyTorch's" in check_shared_buffer(onx, *args)
 
 
 def test_tokenizer_loads_and_round_trips(folders, tmp_path):

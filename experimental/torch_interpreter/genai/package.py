@@ -24,9 +24,11 @@ from ..logs import verbosity
 from ..onnx_export_errors import bypass_export_some_errors
 from ..saving import save
 from .config import genai_config
+from .group_query_attention import fuse_group_query_attention
 from .inputs import decoder_inputs
 from .last_token import LastTokenLogits
 from .quantize import quantize_int4
+from .shared_buffer_check import check_shared_buffer
 from .source import load_causal_lm
 from .tokenizer_files import write_tokenizer
 
@@ -54,6 +56,8 @@ class GenAIPackage:
     provider: str
     seconds: float
     op_counts: dict[str, int] = field(default_factory=dict)
+    #: ``"GroupQueryAttention"`` (the cache written in place), or ``"Attention (why not)"``
+    attention: str = ""
 
 
 def export_genai(
@@ -113,15 +117,42 @@ def export_genai(
             warnings.simplefilter("ignore", RangeConstraintWarning)
             onx = to_onnx(LastTokenLogits(lm.model), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
                           optimize="onnxruntime", providers=provider, as_ir=True)
+        generation = getattr(lm.model, "generation_config", None)
+        config = genai_config(lm.config, generation, inputs, provider=provider, filename=MODEL_FILE,
+                              share_buffer=False)
+        onx, attention = _group_query_attention(onx, lm.model, inputs, config, provider)
         if precision == "int4":
             onx = ir.from_proto(quantize_int4(ir.to_proto(onx), provider))
-        config = genai_config(lm.config, getattr(lm.model, "generation_config", None), inputs, provider=provider,
-                              filename=MODEL_FILE, share_buffer=False)
+        if attention == "GroupQueryAttention":
+            inputs.has_position_ids = any(v.name == "position_ids" for v in onx.graph.inputs)
+            config = genai_config(lm.config, generation, inputs, provider=provider, filename=MODEL_FILE,
+                                  share_buffer=True)
         files = _write_package(onx, config, lm.folder, tokenizer, folder, overwrite)
     counts = Counter(n.op_type for n in onx.graph)
     seconds = time.perf_counter() - begin
     logger.info("package written in %s (%.1f s): %s", folder, seconds, ", ".join(files))
-    return GenAIPackage(folder, files, config, precision, provider, seconds, dict(counts.most_common()))
+    return GenAIPackage(folder, files, config, precision, provider, seconds, dict(counts.most_common()), attention)
+
+
+def _group_query_attention(onx: ir.Model, lm: torch.nn.Module, inputs: Any, config: dict,
+                           provider: str) -> tuple[ir.Model, str]:
+    """The decoder with ``GroupQueryAttention`` and the cache written in place when the rewrite applies and gives
+    PyTorch's logits (checked on the CPU), else the decoder as exported; and which attention it has (with the
+    reason when it is not ``GroupQueryAttention``)."""
+    if provider != "cpu":
+        return onx, "Attention (GroupQueryAttention is checked on the CPU only: packages for CUDA keep Attention)"
+    candidate = onx.clone()
+    fusion = fuse_group_query_attention(candidate, config["model"]["context_length"])
+    if not fusion.layers:
+        logger.info("GroupQueryAttention not used: %s", fusion.reason)
+        return onx, f"Attention ({fusion.reason})"
+    problem = check_shared_buffer(candidate, lm, inputs.cache_argument, config["model"]["pad_token_id"],
+                                  inputs.kv_heads, inputs.head_size)
+    if problem:
+        logger.warning("GroupQueryAttention not used, the decoder keeps Attention: the rewritten decoder does not "
+                       "give PyTorch's logits (%s)", problem)
+        return onx, f"Attention (GroupQueryAttention gave other logits: {problem})"
+    return candidate, "GroupQueryAttention"
 
 
 def _check_arguments(folder: str, precision: str, provider: str, overwrite: bool) -> torch.dtype:

@@ -1,0 +1,256 @@
+"""The decoder's attention as onnxruntime's ``com.microsoft::GroupQueryAttention``, the form onnxruntime-genai
+decodes fastest: the rotary embedding of the query and key computed inside it, the cache written in place
+(``past_present_share_buffer``: one buffer of the context length for past and present, no copy of the cache per
+token), the query/key/value projection read packed.
+
+The exported decoder computes its attention as ONNX ``Attention`` (opset 23) on ``[batch, sequence, hidden]``
+inputs, with the cache as its past inputs and a boolean mask built from ``attention_mask``, after a
+``RotaryEmbedding`` of the query and of the key whose cosines and sines come from ``position_ids``.
+``GroupQueryAttention`` reads the same things otherwise: the number of kept tokens of each row (``seqlens_k``, the
+mask's sum minus one) instead of the mask (causal, keys after a row's kept tokens ignored), and positions counted
+from them instead of ``position_ids``, with tables of the cosines and sines of every position up to the context
+length. The tables are the model's own: the part of the graph computing the cosines and sines from
+``position_ids`` run once on the positions ``0 .. context - 1``.
+
+It is the same computation only when the model's mask and positions are transformers' usual ones (no sliding
+window shorter than the context, no position scaling that depends on the sequence length...): the rewrite
+(:func:`fuse_group_query_attention`) checks the graph's form, and :mod:`.shared_buffer_check` then compares the
+rewritten decoder with PyTorch before it is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx_ir as ir
+
+logger = logging.getLogger(__name__)
+
+MS_DOMAIN = "com.microsoft"
+
+
+@dataclass
+class _Layer:
+    attention: ir.Node
+    query: ir.Value
+    key: ir.Value
+    value: ir.Value
+    rotary: tuple[ir.Node, ir.Node] | None
+    packed: ir.Value | None = None
+
+
+@dataclass
+class Fusion:
+    """What :func:`fuse_group_query_attention` did: the layers rewritten, the inputs removed, or why nothing."""
+
+    layers: int = 0
+    removed_inputs: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+def _producer(value: ir.Value | None, op_type: str, domain: str = "") -> ir.Node | None:
+    node = value.producer() if value is not None else None
+    if node is None or node.op_type != op_type or node.domain not in (domain, "ai.onnx" if not domain else domain):
+        return None
+    return node
+
+
+def _layers(graph: ir.Graph) -> tuple[list[_Layer], str]:
+    inputs = set(graph.inputs)
+    outputs = set(graph.outputs)
+    layers = []
+    for node in graph:
+        if node.op_type != "Attention" or node.domain not in ("", "ai.onnx"):
+            continue
+        if len(node.inputs) != 6 or node.inputs[4] not in inputs or node.inputs[5] not in inputs:
+            return [], f"an Attention without the cache as its past inputs ({node.name})"
+        if len(node.outputs) < 3 or node.outputs[1] not in outputs or node.outputs[2] not in outputs or \
+                any(o is not None and o.uses() for o in node.outputs[3:]):
+            return [], f"an Attention whose present outputs are not the decoder's ({node.name})"
+        attrs = node.attributes
+        if attrs.get_int("is_causal", 0) or "q_num_heads" not in attrs or "kv_num_heads" not in attrs or \
+                attrs.get_int("qk_matmul_output_mode", 0):
+            return [], f"an Attention of another form ({node.name})"
+        query, key, value = node.inputs[:3]
+        rope_q, rope_k = _producer(query, "RotaryEmbedding"), _producer(key, "RotaryEmbedding")
+        rotary = None
+        if rope_q is not None or rope_k is not None:
+            if rope_q is None or rope_k is None or len(rope_q.inputs) != 3 or len(rope_k.inputs) != 3:
+                return [], f"a rotary embedding of the query or the key alone ({node.name})"
+            if rope_q.inputs[1:] != rope_k.inputs[1:] or \
+                    any(rope_q.attributes.get_int(a, 0) != rope_k.attributes.get_int(a, 0)
+                        for a in ("interleaved", "rotary_embedding_dim")):
+                return [], f"rotary embeddings of the query and the key that differ ({node.name})"
+            if any(len(r.outputs[0].uses()) != 1 for r in (rope_q, rope_k)):
+                return [], f"a rotary embedding read elsewhere ({node.name})"
+            rotary = (rope_q, rope_k)
+            query, key = rope_q.inputs[0], rope_k.inputs[0]
+        layers.append(_Layer(node, query, key, value, rotary, _packed(query, key, value)))
+    if not layers:
+        return [], "no Attention with a cache"
+    if len(layers) * 2 != sum(1 for v in graph.inputs if v.name and v.name.endswith((".key", ".value"))):
+        return [], "not every layer's cache is read by an Attention"
+    return layers, ""
+
+
+def _packed(query: ir.Value, key: ir.Value, value: ir.Value) -> ir.Value | None:
+    """The packed projection ``Split`` reads when ``query``, ``key`` and ``value`` are its three outputs in that
+    order along the last axis, read by nothing else."""
+    split = _producer(query, "Split")
+    if split is None or list(split.outputs) != [query, key, value]:
+        return None
+    axis = split.attributes.get_int("axis", 0)
+    rank = len(split.inputs[0].shape) if split.inputs[0].shape is not None else None
+    if rank is None or axis not in (-1, rank - 1):
+        return None
+    if any(len(v.uses()) != 1 or v.is_graph_output() for v in (query, key, value)):
+        return None
+    return split.inputs[0]
+
+
+def rotary_tables(model: ir.Model, cos: ir.Value, sin: ir.Value, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """The cosines and sines the model computes for the positions ``0 .. length - 1``: the part of the graph
+    computing ``cos`` and ``sin`` run by onnxruntime on one row of ``length`` tokens (``[length, rotary / 2]``)."""
+    import onnxruntime as ort
+
+    graph = model.graph
+    needed = _graph_inputs_of(graph, [cos, sin])
+    sub = ir.convenience.extract(graph, needed, [cos, sin])
+    sub.opset_imports.update(graph.opset_imports)
+    proto = ir.to_proto(ir.Model(sub, ir_version=model.ir_version))
+    feeds = {}
+    for value in needed:
+        dtype = value.dtype.numpy()
+        shape = [d if isinstance(d, int) else 1 for d in value.shape]
+        if value.name == "position_ids":
+            feeds[value.name] = np.arange(length, dtype=dtype)[None, :]
+        elif value.name in ("input_ids", "attention_mask"):
+            feeds[value.name] = np.ones((1, length), dtype=dtype)
+        else:
+            shape[2] = 0  # an empty cache
+            feeds[value.name] = np.zeros(shape, dtype=dtype)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    cos_table, sin_table = session.run(None, feeds)
+    return cos_table.reshape(length, -1), sin_table.reshape(length, -1)
+
+
+def _graph_inputs_of(graph: ir.Graph, values: list[ir.Value]) -> list[ir.Value]:
+    inputs, seen, stack = [], set(), list(values)
+    graph_inputs = set(graph.inputs)
+    while stack:
+        value = stack.pop()
+        if value is None or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if value in graph_inputs:
+            inputs.append(value)
+            continue
+        node = value.producer()
+        if node is not None:
+            stack.extend(node.inputs)
+    return sorted(inputs, key=lambda v: graph.inputs.index(v))
+
+
+def fuse_group_query_attention(model: ir.Model, context_length: int) -> Fusion:
+    """Rewrites in place every ``Attention`` of the decoder ``model`` into ``com.microsoft::GroupQueryAttention``
+    (every layer or none); removes ``position_ids`` when only the rotary embedding read it. Returns a
+    :class:`Fusion` (``reason`` says why nothing was rewritten)."""
+    graph = model.graph
+    layers, reason = _layers(graph)
+    if not layers:
+        return Fusion(reason=reason)
+    mask = next((v for v in graph.inputs if v.name == "attention_mask"), None)
+    if mask is None:
+        return Fusion(reason="no attention_mask input")
+    tables = {}
+    for layer in layers:
+        if layer.rotary is not None:
+            cos, sin = layer.rotary[0].inputs[1:]
+            if (id(cos), id(sin)) not in tables:
+                tables[id(cos), id(sin)] = rotary_tables(model, cos, sin, context_length)
+    first = next(iter(graph))
+    lengths = _lengths(graph, mask, first)
+    caches = {}
+    for key, (cos_table, sin_table) in tables.items():
+        dtype = layers[0].query.dtype.numpy() if layers[0].query.dtype is not None else np.float32
+        caches[key] = (_initializer(graph, "cos_cache", cos_table.astype(dtype)),
+                       _initializer(graph, "sin_cache", sin_table.astype(dtype)))
+    for layer in layers:
+        _replace(graph, layer, lengths, caches)
+    _remove_unused(model)
+    removed = []
+    for value in list(graph.inputs):
+        if value.name == "position_ids" and not value.uses():
+            graph.inputs.remove(value)
+            removed.append(value.name)
+    model.opset_imports.setdefault(MS_DOMAIN, 1)
+    logger.info("GroupQueryAttention: %d layers, inputs removed: %s", len(layers), removed or "none")
+    return Fusion(len(layers), removed)
+
+
+def _initializer(graph: ir.Graph, name: str, array: np.ndarray) -> ir.Value:
+    base, i = name, 0
+    while name in graph.initializers:
+        i += 1
+        name = f"{base}_{i}"
+    value = ir.Value(name=name, type=ir.TensorType(ir.DataType.from_numpy(array.dtype)), shape=ir.Shape(array.shape),
+                     const_value=ir.tensor(array, name=name))
+    graph.register_initializer(value)
+    return value
+
+
+def _lengths(graph: ir.Graph, mask: ir.Value, before: ir.Node) -> tuple[ir.Value, ir.Value]:
+    """``seqlens_k`` (kept tokens of each row minus one, int32) and ``total_sequence_length`` (the mask's width,
+    an int32 scalar), computed once from ``attention_mask``."""
+    one = _initializer(graph, "gqa_one", np.array([1], dtype=np.int64))
+    nodes = [
+        ir.node("ReduceSum", [mask, one], attributes={"keepdims": 0}, name="gqa/kept"),
+    ]
+    nodes.append(ir.node("Sub", [nodes[-1].outputs[0], one], name="gqa/kept_minus_one"))
+    nodes.append(ir.node("Cast", [nodes[-1].outputs[0]], attributes={"to": ir.DataType.INT32}, name="gqa/seqlens_k"))
+    seqlens = nodes[-1].outputs[0]
+    nodes.append(ir.node("Shape", [mask], attributes={"start": 1, "end": 2}, name="gqa/width"))
+    nodes.append(ir.node("Squeeze", [nodes[-1].outputs[0]], name="gqa/width_scalar"))
+    nodes.append(ir.node("Cast", [nodes[-1].outputs[0]], attributes={"to": ir.DataType.INT32},
+                         name="gqa/total_sequence_length"))
+    total = nodes[-1].outputs[0]
+    seqlens.name, total.name = "seqlens_k", "total_sequence_length"
+    seqlens.dtype, total.dtype = ir.DataType.INT32, ir.DataType.INT32
+    graph.insert_before(before, nodes)
+    return seqlens, total
+
+
+def _replace(graph: ir.Graph, layer: _Layer, lengths: tuple[ir.Value, ir.Value], caches: dict) -> None:
+    attention = layer.attention
+    attrs = attention.attributes
+    q_heads, kv_heads = attrs.get_int("q_num_heads"), attrs.get_int("kv_num_heads")
+    if layer.packed is not None:
+        qkv = [layer.packed, None, None]
+    else:
+        qkv = [layer.query, layer.key, layer.value]
+    inputs = [*qkv, attention.inputs[4], attention.inputs[5], *lengths]
+    new_attrs = {"num_heads": q_heads, "kv_num_heads": kv_heads, "local_window_size": -1,
+                 "softcap": attrs.get_float("softcap", 0.0)}
+    if "scale" in attrs:
+        new_attrs["scale"] = attrs.get_float("scale")
+    if layer.rotary is not None:
+        rope = layer.rotary[0]
+        cos, sin = rope.inputs[1:]
+        inputs += list(caches[id(cos), id(sin)])
+        new_attrs.update(do_rotary=1, rotary_interleaved=rope.attributes.get_int("interleaved", 0))
+    gqa = ir.node("GroupQueryAttention", inputs, attributes=new_attrs, domain=MS_DOMAIN, num_outputs=3,
+                  name=f"{attention.name}/gqa")
+    gqa.meta.update(attention.meta)
+    gqa.metadata_props.update(attention.metadata_props)
+    old = list(attention.outputs[:3])
+    for new, value in zip(gqa.outputs, old):
+        new.dtype, new.shape = value.dtype, value.shape
+    ir.convenience.replace_nodes_and_values(graph, attention, [attention], [gqa], old, list(gqa.outputs))
+
+
+def _remove_unused(model: ir.Model) -> None:
+    from onnx_ir.passes.common import RemoveUnusedNodesPass
+
+    RemoveUnusedNodesPass()(model)
