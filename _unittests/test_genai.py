@@ -46,13 +46,13 @@ def _same_tokens(src, package_folder, prompts):
 
 
 #: the families of the test, their config, and whether their attention becomes GroupQueryAttention (the cache
-#: written in place) or stays ONNX Attention (the cache concatenated: a query/key norm, a soft cap between the
-#: projection and the attention)
+#: written in place; Qwen3: heads first, a norm of the query and key heads) or stays as exported (Gemma 2's soft
+#: cap and Falcon compute their attention without ONNX Attention)
 FAMILIES = [
     ("llama", {}, True),
     ("mistral", {"sliding_window": 64}, True),
     ("qwen2", {}, True),
-    ("qwen3", {}, False),
+    ("qwen3", {}, True),
     ("phi3", {}, True),
     ("gemma2", {}, False),
     ("gpt2", {}, True),

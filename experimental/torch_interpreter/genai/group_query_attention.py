@@ -33,12 +33,18 @@ MS_DOMAIN = "com.microsoft"
 
 @dataclass
 class _Layer:
+    """One attention to rewrite: the node, its query/key/value before any rotary embedding, the rotary nodes, the
+    packed projection when the three come from one, and, in the heads-first form, the cache ``Concat`` nodes."""
+
     attention: ir.Node
     query: ir.Value
     key: ir.Value
     value: ir.Value
     rotary: tuple[ir.Node, ir.Node] | None
     packed: ir.Value | None = None
+    #: heads first (``[batch, heads, sequence, head_size]`` inputs, the cache appended by two ``Concat``)
+    concats: tuple[ir.Node, ir.Node] | None = None
+    heads: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -58,41 +64,89 @@ def _producer(value: ir.Value | None, op_type: str, domain: str = "") -> ir.Node
 
 
 def _layers(graph: ir.Graph) -> tuple[list[_Layer], str]:
-    inputs = set(graph.inputs)
-    outputs = set(graph.outputs)
     layers = []
     for node in graph:
         if node.op_type != "Attention" or node.domain not in ("", "ai.onnx"):
             continue
-        if len(node.inputs) != 6 or node.inputs[4] not in inputs or node.inputs[5] not in inputs:
-            return [], f"an Attention without the cache as its past inputs ({node.name})"
-        if len(node.outputs) < 3 or node.outputs[1] not in outputs or node.outputs[2] not in outputs or \
-                any(o is not None and o.uses() for o in node.outputs[3:]):
-            return [], f"an Attention whose present outputs are not the decoder's ({node.name})"
-        attrs = node.attributes
-        if attrs.get_int("is_causal", 0) or "q_num_heads" not in attrs or "kv_num_heads" not in attrs or \
-                attrs.get_int("qk_matmul_output_mode", 0):
-            return [], f"an Attention of another form ({node.name})"
-        query, key, value = node.inputs[:3]
-        rope_q, rope_k = _producer(query, "RotaryEmbedding"), _producer(key, "RotaryEmbedding")
-        rotary = None
-        if rope_q is not None or rope_k is not None:
-            if rope_q is None or rope_k is None or len(rope_q.inputs) != 3 or len(rope_k.inputs) != 3:
-                return [], f"a rotary embedding of the query or the key alone ({node.name})"
-            if rope_q.inputs[1:] != rope_k.inputs[1:] or \
-                    any(rope_q.attributes.get_int(a, 0) != rope_k.attributes.get_int(a, 0)
-                        for a in ("interleaved", "rotary_embedding_dim")):
-                return [], f"rotary embeddings of the query and the key that differ ({node.name})"
-            if any(len(r.outputs[0].uses()) != 1 for r in (rope_q, rope_k)):
-                return [], f"a rotary embedding read elsewhere ({node.name})"
-            rotary = (rope_q, rope_k)
-            query, key = rope_q.inputs[0], rope_k.inputs[0]
-        layers.append(_Layer(node, query, key, value, rotary, _packed(query, key, value)))
+        layer = _sequence_first(graph, node) if len(node.inputs) == 6 else _heads_first(graph, node)
+        if isinstance(layer, str):
+            return [], f"{layer} ({node.name})"
+        layers.append(layer)
     if not layers:
         return [], "no Attention with a cache"
     if len(layers) * 2 != sum(1 for v in graph.inputs if v.name and v.name.endswith((".key", ".value"))):
         return [], "not every layer's cache is read by an Attention"
     return layers, ""
+
+
+def _common(node: ir.Node) -> str:
+    attrs = node.attributes
+    if attrs.get_int("is_causal", 0) or attrs.get_int("qk_matmul_output_mode", 0):
+        return "an Attention of another form"
+    if len(node.outputs) > 1 and any(o is not None and (o.uses() or o.is_graph_output()) for o in node.outputs[3:]):
+        return "an Attention whose scores are read"
+    return ""
+
+
+def _rotary(query: ir.Value, key: ir.Value) -> tuple[ir.Value, ir.Value, tuple[ir.Node, ir.Node] | None] | str:
+    """The query and key before their rotary embeddings, and those (None without any)."""
+    rope_q, rope_k = _producer(query, "RotaryEmbedding"), _producer(key, "RotaryEmbedding")
+    if rope_q is None and rope_k is None:
+        return query, key, None
+    if rope_q is None or rope_k is None or len(rope_q.inputs) != 3 or len(rope_k.inputs) != 3:
+        return "a rotary embedding of the query or the key alone"
+    if rope_q.inputs[1:] != rope_k.inputs[1:] or any(
+            rope_q.attributes.get_int(a, 0) != rope_k.attributes.get_int(a, 0)
+            for a in ("interleaved", "rotary_embedding_dim")):
+        return "rotary embeddings of the query and the key that differ"
+    if any(len(r.outputs[0].uses()) != 1 for r in (rope_q, rope_k)):
+        return "a rotary embedding read elsewhere"
+    return rope_q.inputs[0], rope_k.inputs[0], (rope_q, rope_k)
+
+
+def _sequence_first(graph: ir.Graph, node: ir.Node) -> _Layer | str:
+    """``Attention(q, k, v, mask, past_key, past_value)`` on ``[batch, sequence, heads * head_size]``."""
+    inputs, outputs = set(graph.inputs), set(graph.outputs)
+    if node.inputs[4] not in inputs or node.inputs[5] not in inputs:
+        return "an Attention without the cache as its past inputs"
+    if len(node.outputs) < 3 or node.outputs[1] not in outputs or node.outputs[2] not in outputs:
+        return "an Attention whose present outputs are not the decoder's"
+    if _common(node):
+        return _common(node)
+    if "q_num_heads" not in node.attributes or "kv_num_heads" not in node.attributes:
+        return "an Attention without its numbers of heads"
+    found = _rotary(node.inputs[0], node.inputs[1])
+    if isinstance(found, str):
+        return found
+    query, key, rotary = found
+    value = node.inputs[2]
+    heads = (node.attributes.get_int("q_num_heads"), node.attributes.get_int("kv_num_heads"))
+    return _Layer(node, query, key, value, rotary, _packed(query, key, value), heads=heads)
+
+
+def _heads_first(graph: ir.Graph, node: ir.Node) -> _Layer | str:
+    """``Attention(q, Concat(past_key, k), Concat(past_value, v), mask)`` on ``[batch, heads, sequence,
+    head_size]``, the concatenations being the decoder's present outputs."""
+    inputs, outputs = set(graph.inputs), set(graph.outputs)
+    if len(node.inputs) not in (3, 4) or _common(node):
+        return _common(node) or "an Attention of another form"
+    concats = []
+    for value in node.inputs[1:3]:
+        concat = _producer(value, "Concat")
+        if concat is None or len(concat.inputs) != 2 or concat.inputs[0] not in inputs or value not in outputs or \
+                concat.attributes.get_int("axis", 0) not in (2, -2):
+            return "an Attention without the cache appended to its keys and values"
+        concats.append(concat)
+    found = _rotary(node.inputs[0], concats[0].inputs[1])
+    if isinstance(found, str):
+        return found
+    query, key, rotary = found
+    value = concats[1].inputs[1]
+    shapes = [v.shape for v in (query, key, value)]
+    if any(s is None or len(s) != 4 or not isinstance(s[1], int) or not isinstance(s[3], int) for s in shapes):
+        return "an Attention whose heads are not known"
+    heads = (shapes[0][1], shapes[1][1])
+    return _Layer(node, query, key, value, rotary, None, tuple(concats), heads)
 
 
 def _packed(query: ir.Value, key: ir.Value, value: ir.Value) -> ir.Value | None:
@@ -222,15 +276,35 @@ def _lengths(graph: ir.Graph, mask: ir.Value, before: ir.Node) -> tuple[ir.Value
     return seqlens, total
 
 
+def _sequence_first_value(graph: ir.Graph, value: ir.Value, nodes: list[ir.Node]) -> ir.Value:
+    """``value`` (``[batch, heads, sequence, head_size]``) as ``[batch, sequence, heads * head_size]``: the input
+    of its head split when it is one (``Transpose(x, (0, 2, 1, 3))``), else transposed; then the heads merged."""
+    transpose = _producer(value, "Transpose")
+    if transpose is not None and list(transpose.attributes.get_ints("perm", ())) == [0, 2, 1, 3]:
+        source = transpose.inputs[0]
+    else:
+        nodes.append(ir.node("Transpose", [value], attributes={"perm": [0, 2, 1, 3]}))
+        source = nodes[-1].outputs[0]
+    shape = _initializer(graph, "gqa_merge_heads", np.array([0, 0, -1], dtype=np.int64))
+    nodes.append(ir.node("Reshape", [source, shape]))
+    return nodes[-1].outputs[0]
+
+
 def _replace(graph: ir.Graph, layer: _Layer, lengths: tuple[ir.Value, ir.Value], caches: dict) -> None:
     attention = layer.attention
     attrs = attention.attributes
-    q_heads, kv_heads = attrs.get_int("q_num_heads"), attrs.get_int("kv_num_heads")
+    q_heads, kv_heads = layer.heads
+    nodes: list[ir.Node] = []
     if layer.packed is not None:
         qkv = [layer.packed, None, None]
+    elif layer.concats is not None:
+        qkv = [_sequence_first_value(graph, v, nodes) for v in (layer.query, layer.key, layer.value)]
+        past = [c.inputs[0] for c in layer.concats]
     else:
         qkv = [layer.query, layer.key, layer.value]
-    inputs = [*qkv, attention.inputs[4], attention.inputs[5], *lengths]
+    if layer.concats is None:
+        past = list(attention.inputs[4:6])
+    inputs = [*qkv, *past, *lengths]
     new_attrs = {"num_heads": q_heads, "kv_num_heads": kv_heads, "local_window_size": -1,
                  "softcap": attrs.get_float("softcap", 0.0)}
     if "scale" in attrs:
@@ -242,12 +316,27 @@ def _replace(graph: ir.Graph, layer: _Layer, lengths: tuple[ir.Value, ir.Value],
         new_attrs.update(do_rotary=1, rotary_interleaved=rope.attributes.get_int("interleaved", 0))
     gqa = ir.node("GroupQueryAttention", inputs, attributes=new_attrs, domain=MS_DOMAIN, num_outputs=3,
                   name=f"{attention.name}/gqa")
-    gqa.meta.update(attention.meta)
-    gqa.metadata_props.update(attention.metadata_props)
-    old = list(attention.outputs[:3])
-    for new, value in zip(gqa.outputs, old):
-        new.dtype, new.shape = value.dtype, value.shape
-    ir.convenience.replace_nodes_and_values(graph, attention, [attention], [gqa], old, list(gqa.outputs))
+    nodes.append(gqa)
+    if layer.concats is None:
+        old_nodes, old = [attention], list(attention.outputs[:3])
+        new = list(gqa.outputs)
+    else:
+        # the heads split again for the readers of the heads-first output (Transpose/Reshape pairs cancel)
+        out = attention.outputs[0]
+        head_size = layer.query.shape[3]
+        shape = _initializer(graph, "gqa_split_heads", np.array([0, 0, q_heads, head_size], dtype=np.int64))
+        nodes.append(ir.node("Reshape", [gqa.outputs[0], shape]))
+        nodes.append(ir.node("Transpose", [nodes[-1].outputs[0]], attributes={"perm": [0, 2, 1, 3]}))
+        old_nodes = [*layer.concats, attention]
+        old = [out, layer.concats[0].outputs[0], layer.concats[1].outputs[0]]
+        new = [nodes[-1].outputs[0], gqa.outputs[1], gqa.outputs[2]]
+    for node in nodes:
+        node.metadata_props.update(attention.metadata_props)
+    for value, like in zip(new, old):
+        value.dtype, value.shape = like.dtype, like.shape
+    for value, like in zip(gqa.outputs[1:], old[1:]):
+        value.dtype, value.shape = like.dtype, like.shape
+    ir.convenience.replace_nodes_and_values(graph, attention, old_nodes, nodes, old, new)
 
 
 def _remove_unused(model: ir.Model) -> None:
