@@ -14,6 +14,7 @@ import torch
 og = pytest.importorskip("onnxruntime_genai", reason="onnxruntime-genai is not installed (pip install -e .[dev])")
 transformers = pytest.importorskip("transformers")
 
+from helpers import bfloat16_nodes_without_cuda_kernel  # noqa: E402
 from experimental.torch_interpreter import GenAIError, export_genai  # noqa: E402
 from experimental.torch_interpreter.cli import main  # noqa: E402
 from experimental.torch_interpreter.genai.generate import genai_greedy, transformers_greedy  # noqa: E402
@@ -232,6 +233,9 @@ def test_half_package_for_cuda(folders, tmp_path, precision):
     dtype = onnx.TensorProto.FLOAT16 if precision == "fp16" else onnx.TensorProto.BFLOAT16
     assert onx.graph.output[0].type.tensor_type.elem_type == dtype
     assert {i.type.tensor_type.elem_type for i in onx.graph.input[3:]} == {dtype}
+    if precision == "bf16":
+        missing = bfloat16_nodes_without_cuda_kernel(onnx.load(os.path.join(package.folder, "model.onnx")))
+        assert not missing, f"bfloat16 nodes with no CUDA kernel: {sorted(missing)}"
 
 
 def test_more_families_than_the_builder(folders, tmp_path):

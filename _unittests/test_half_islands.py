@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import Fn
+from helpers import Fn, bfloat16_nodes_without_cuda_kernel
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.optimize.pipeline import named
 
@@ -167,40 +167,13 @@ def test_bfloat16_model_for_cuda_on_the_cpu_is_a_clear_error():
     np.testing.assert_allclose(np.asarray(got[0]).astype(np.float32), expected, atol=3e-2, rtol=3e-2)
 
 
-# onnxruntime's fused kernels with a bfloat16 kernel on CUDA that the onnxruntime level emits, read from their
-# registrations (contrib_ops/cuda) and from the kernel classes of onnxruntime-gpu 1.31.1's CUDA provider library
-# (SkipLayerNorm<BFloat16>, LayerNorm<BFloat16, float, BFloat16, true> for SimplifiedLayerNormalization, which
-# onnxruntime registers in the ONNX domain, BiasGeluKernel<BFloat16>, FastGelu<BFloat16>, RotaryEmbedding<BFloat16>,
-# Attention<BFloat16>, MultiHeadAttention<BFloat16>, GroupQueryAttention<BFloat16>; FusedMatMul is MatMul<BFloat16>,
-# registered for CUDA 11 and later); the ONNX ops: providers.CUDA_BFLOAT16 and the moves of any type.
-CUDA_BFLOAT16_FUSED = {
-    ("", "SimplifiedLayerNormalization"),
-    *(("com.microsoft", op) for op in ("SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "BiasGelu",
-                                       "FastGelu", "FusedMatMul", "RotaryEmbedding", "Attention",
-                                       "MultiHeadAttention", "GroupQueryAttention")),
-}
-
-
 @pytest.mark.parametrize("level", LEVELS, ids=["none", "default", "onnxruntime"])
 @pytest.mark.parametrize("name", ["llama", "bert"])
 def test_bfloat16_nodes_of_a_model_for_cuda_have_a_cuda_kernel(name, level):
     """A bfloat16 node CUDA has no kernel for would run on the CPU's, which has none either: the session could
     not be made. Every node reading or writing bfloat16 in a model made for CUDA is an op CUDA computes in
     bfloat16, a move, or a cast."""
-    from experimental.torch_interpreter.optimize.half_islands import MOVES
-    from experimental.torch_interpreter.providers import CUDA_BFLOAT16
-
     model, inputs = _tiny(name, torch.bfloat16)
     onx = to_onnx(model, kwargs=inputs, optimize=level, providers="cuda")
-    bf16 = onnx.TensorProto.BFLOAT16
-    inferred = onnx.shape_inference.infer_shapes(onx)
-    types = {v.name: v.type.tensor_type.elem_type
-             for v in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]}
-    types.update({i.name: i.data_type for i in onx.graph.initializer})
-    allowed = {("", op) for op in CUDA_BFLOAT16 | MOVES | {"Cast", "Constant", "Shape"}} | CUDA_BFLOAT16_FUSED
-    missing = {
-        (n.domain, n.op_type)
-        for n in onx.graph.node
-        if any(types.get(v) == bf16 for v in [*n.input, *n.output]) and (n.domain, n.op_type) not in allowed
-    }
+    missing = bfloat16_nodes_without_cuda_kernel(onx)
     assert not missing, f"bfloat16 nodes with no CUDA kernel: {sorted(missing)}"
