@@ -33,7 +33,8 @@ class LastTokenLogits(torch.nn.Module):
         >>> with torch.no_grad():
         ...     last = LastTokenLogits(lm)(input_ids=ids, attention_mask=mask).logits
         ...     full = lm(input_ids=ids, attention_mask=mask).logits
-        >>> last.shape, torch.allclose(last[0, 0], full[0, 2], atol=1e-6), torch.allclose(last[1, 0], full[1, 1], atol=1e-6)
+        >>> close = lambda a, b: torch.allclose(a, b, atol=1e-6)
+        >>> last.shape, close(last[0, 0], full[0, 2]), close(last[1, 0], full[1, 1])
         (torch.Size([2, 1, 100]), True, True)
     """
 
