@@ -39,6 +39,13 @@ def folders(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="module")
+def llama_package(folders, tmp_path_factory):
+    """One fp32 Llama package the tests that only read a package share (an export costs seconds)."""
+    src = folders("llama")
+    return src, export_genai(src, tmp_path_factory.mktemp("llama") / "pkg")
+
+
 def _same_tokens(src, package_folder, prompts):
     hf = transformers.AutoModelForCausalLM.from_pretrained(src).eval()
     expected = transformers_greedy(hf, prompts, NEW_TOKENS, PAD)
@@ -47,8 +54,8 @@ def _same_tokens(src, package_folder, prompts):
 
 
 #: the families of the test, their config, and whether their attention becomes GroupQueryAttention (the cache
-#: written in place; Qwen3: heads first, a norm of the query and key heads) or stays as exported (Gemma 2's soft
-#: cap and Falcon compute their attention without ONNX Attention)
+#: written in place; Qwen3: heads first, a norm of the query and key heads) or stays as exported (Gemma 2 computes
+#: its soft-capped attention without ONNX Attention); onnxruntime-genai's model builder refuses GPT-2 and OPT
 FAMILIES = [
     ("llama", {}, True),
     ("mistral", {"sliding_window": 64}, True),
@@ -57,7 +64,7 @@ FAMILIES = [
     ("phi3", {}, True),
     ("gemma2", {}, False),
     ("gpt2", {}, True),
-    ("falcon", {}, False),
+    ("opt", {}, True),
 ]
 
 
@@ -77,14 +84,13 @@ def test_greedy_tokens_equal_transformers(folders, tmp_path, family, config, gqa
     _same_tokens(src, package.folder, PROMPTS)
 
 
-def test_genai_config(folders, tmp_path):
-    src = folders("qwen2")
-    package = export_genai(src, tmp_path / "pkg")
+def test_genai_config(llama_package):
+    _, package = llama_package
     with open(os.path.join(package.folder, "genai_config.json")) as f:
         config = json.load(f)
     assert config == package.config
     model, decoder = config["model"], config["model"]["decoder"]
-    assert (model["type"], model["bos_token_id"], model["eos_token_id"], model["pad_token_id"]) == ("qwen2", 1, 2, 0)
+    assert (model["type"], model["bos_token_id"], model["eos_token_id"], model["pad_token_id"]) == ("llama", 1, 2, 0)
     assert (decoder["num_hidden_layers"], decoder["num_attention_heads"], decoder["num_key_value_heads"],
             decoder["head_size"], decoder["hidden_size"]) == (2, 4, 2, 16, 64)
     onx = onnx.load(os.path.join(package.folder, "model.onnx"), load_external_data=False)
@@ -137,9 +143,8 @@ def test_shared_buffer_check_sees_a_wrong_rotary_table(folders):
     assert "logits differ from PyTorch's" in check_shared_buffer(onx, *args)
 
 
-def test_tokenizer_loads_and_round_trips(folders, tmp_path):
-    src = folders("llama")
-    package = export_genai(src, tmp_path / "pkg")
+def test_tokenizer_loads_and_round_trips(llama_package):
+    src, package = llama_package
     tokenizer = og.Tokenizer(og.Model(package.folder))
     expected = transformers.AutoTokenizer.from_pretrained(src)
     text = "Beautiful is better than ugly. Simple is better than complex."
@@ -158,12 +163,11 @@ def test_model_object_with_tokenizer(tmp_path, folders):
     _same_tokens(src, package.folder, PROMPTS[:1])
 
 
-def test_int4_package(folders, tmp_path):
+def test_int4_package(folders, llama_package, tmp_path):
     """Every product's weight in int4 through onnxruntime's quantizer; the package loads and generates, its logits
     close to fp32's: cosine above 0.95 (0.99 measured), the same next token (random weights give flat logits, so
     later tokens may differ without being wrong)."""
-    src = folders("llama", intermediate=128)
-    fp32 = export_genai(src, tmp_path / "fp32")
+    src, fp32 = llama_package
     int4 = export_genai(src, tmp_path / "int4", precision="int4")
     assert int4.op_counts.get("MatMulNBits", 0) >= 7 and "MatMul" not in int4.op_counts
     tokens = genai_greedy(int4.folder, PROMPTS, NEW_TOKENS)
@@ -181,15 +185,14 @@ def test_int4_package(folders, tmp_path):
     assert a.argmax() == b.argmax()
 
 
-@pytest.mark.parametrize("family", ["gpt2", "gemma"])
-def test_int4_quantizes_every_product(folders, tmp_path, family):
-    """GPT-2's Conv1D (Gemm) and Gemma's output projection tied to the embedding (a transposed weight) are
-    quantized too: no float product of a weight is left."""
-    src = folders(family)
+def test_int4_quantizes_every_product(folders, tmp_path):
+    """Gemma's output projection tied to the embedding (a transposed weight) is quantized too: no float product
+    of a weight is left (GPT-2's Gemm: test_products_as_matmul_keep_the_numbers)."""
+    src = folders("gemma")
     int4 = export_genai(src, tmp_path / "int4", precision="int4")
     assert not {"MatMul", "Gemm", "FusedMatMul"} & set(int4.op_counts)
-    # per layer: 4 products in GPT-2, 5 in Gemma (packed query/key/value, output, gate, up, down); the head
-    assert int4.op_counts["MatMulNBits"] == {"gpt2": 4, "gemma": 5}[family] * 2 + 1
+    # per layer: packed query/key/value, output, gate, up, down; the head
+    assert int4.op_counts["MatMulNBits"] == 5 * 2 + 1
     tokens = genai_greedy(int4.folder, PROMPTS[:1], NEW_TOKENS)
     assert len(tokens[0]) == len(PROMPTS[0]) + NEW_TOKENS
 
@@ -211,8 +214,8 @@ def test_products_as_matmul_keep_the_numbers():
     outputs = [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [3, 6]) for i in (1, 2, 3)]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])], outputs,
                               inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)],
-                              ir_version=10)
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
     x = rng.standard_normal((3, 8)).astype(np.float32)
     before = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
     assert products_as_matmul(model) == 3
@@ -236,15 +239,6 @@ def test_half_package_for_cuda(folders, tmp_path, precision):
     if precision == "bf16":
         missing = bfloat16_nodes_without_cuda_kernel(onnx.load(os.path.join(package.folder, "model.onnx")))
         assert not missing, f"bfloat16 nodes with no CUDA kernel: {sorted(missing)}"
-
-
-def test_more_families_than_the_builder(folders, tmp_path):
-    """Families onnxruntime-genai's model builder refuses or has no graph for export and generate."""
-    for family in ("opt", "gpt_neox"):
-        src = folders(family)
-        package = export_genai(src, tmp_path / family)
-        assert package.config["model"]["type"] == "decoder"
-        _same_tokens(src, package.folder, PROMPTS[:1])
 
 
 # -- bad input: a clear error, nothing written ------------------------------------------------------------------
@@ -300,12 +294,14 @@ def test_bad_arguments(folders, tmp_path):
     assert os.listdir(tmp_path / "taken") == ["keep.txt"] and _nothing_written(tmp_path)
 
 
-def test_failure_leaves_nothing(folders, tmp_path, monkeypatch):
+def test_failure_leaves_nothing(llama_package, tmp_path, monkeypatch):
     """A failure while writing removes the temporary folder and leaves an existing package as it was."""
+    import shutil
+
     from experimental.torch_interpreter.genai import package as package_module
 
-    src = folders("llama")
-    export_genai(src, tmp_path / "pkg")
+    src, package = llama_package
+    shutil.copytree(package.folder, tmp_path / "pkg")
     before = sorted(os.listdir(tmp_path / "pkg"))
 
     def broken(*args, **kwargs):
@@ -325,4 +321,5 @@ def test_command_line(folders, tmp_path, capsys):
     assert main(["genai", src, str(tmp_path / "pkg")]) == 1
     err = capsys.readouterr().err
     assert "GenAIError" in err and "exists" in err
-    assert main(["genai", src, str(tmp_path / "pkg"), "--overwrite"]) == 0
+    assert main(["genai", src, str(tmp_path / "other"), "--precision", "bf16"]) == 1
+    assert "made for CUDA" in capsys.readouterr().err and not (tmp_path / "other").exists()

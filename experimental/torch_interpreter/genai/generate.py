@@ -19,7 +19,8 @@ import torch
 def genai_greedy(folder: str, prompts: Sequence[Sequence[int]], max_new_tokens: int,
                  pad_token_id: int | None = None) -> list[list[int]]:
     """The tokens onnxruntime-genai generates greedily for each prompt (one batch, each row padded at the end with
-    the package's pad token), each prompt followed by ``max_new_tokens`` tokens (fewer when an end token comes, which is not kept).
+    the package's pad token), each prompt followed by ``max_new_tokens`` tokens (fewer when an end token comes,
+    which is not kept).
 
     Example::
 
