@@ -72,7 +72,7 @@ def genai_config(config: Any, generation: Any, inputs: DecoderInputs, *, provide
         names["position_ids"] = "position_ids"
     past = inputs.cache_argument
     names.update(past_key_names=f"{past}.%d.key", past_value_names=f"{past}.%d.value")
-    bos, eos, pad = _special_tokens(text, generation)
+    bos, eos, pad = special_tokens(text, generation)
     model_type = text.model_type if text.model_type in GENAI_TYPES else "decoder"
     decoder = {
         "session_options": {"log_id": "onnxruntime-genai", "provider_options": PROVIDER_OPTIONS[provider]},
@@ -103,7 +103,7 @@ def _first(config: Any, *names: str) -> int:
     return int(next(getattr(config, n) for n in names if getattr(config, n, None) is not None))
 
 
-def _special_tokens(config: Any, generation: Any) -> tuple[int, int | list[int], int]:
+def special_tokens(config: Any, generation: Any) -> tuple[int, int | list[int], int]:
     """bos, eos (one id or several) and pad: the generation config's first, the model config's next; no pad token
     is the first eos, as transformers' generate does."""
     def pick(name: str):

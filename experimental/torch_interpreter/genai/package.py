@@ -23,7 +23,7 @@ from ..errors import GenAIError
 from ..logs import verbosity
 from ..onnx_export_errors import bypass_export_some_errors
 from ..saving import save
-from .config import genai_config
+from .config import context_length, genai_config, special_tokens
 from .group_query_attention import fuse_group_query_attention
 from .inputs import decoder_inputs
 from .last_token import LastTokenLogits
@@ -118,15 +118,13 @@ def export_genai(
             onx = to_onnx(LastTokenLogits(lm.model), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
                           optimize="onnxruntime", providers=provider, as_ir=True)
         generation = getattr(lm.model, "generation_config", None)
-        config = genai_config(lm.config, generation, inputs, provider=provider, filename=MODEL_FILE,
-                              share_buffer=False)
-        onx, attention = _group_query_attention(onx, lm.model, inputs, config, provider)
+        onx, attention = _group_query_attention(onx, lm.model, inputs, generation, provider)
         if precision == "int4":
             onx = ir.from_proto(quantize_int4(ir.to_proto(onx), provider))
-        if attention == "GroupQueryAttention":
-            inputs.has_position_ids = any(v.name == "position_ids" for v in onx.graph.inputs)
-            config = genai_config(lm.config, generation, inputs, provider=provider, filename=MODEL_FILE,
-                                  share_buffer=True)
+        shared = attention == "GroupQueryAttention"
+        inputs.has_position_ids = any(v.name == "position_ids" for v in onx.graph.inputs)
+        config = genai_config(lm.config, generation, inputs, provider=provider, filename=MODEL_FILE,
+                              share_buffer=shared)
         files = _write_package(onx, config, lm.folder, tokenizer, folder, overwrite)
     counts = Counter(n.op_type for n in onx.graph)
     seconds = time.perf_counter() - begin
@@ -134,7 +132,7 @@ def export_genai(
     return GenAIPackage(folder, files, config, precision, provider, seconds, dict(counts.most_common()), attention)
 
 
-def _group_query_attention(onx: ir.Model, lm: torch.nn.Module, inputs: Any, config: dict,
+def _group_query_attention(onx: ir.Model, lm: torch.nn.Module, inputs: Any, generation: Any,
                            provider: str) -> tuple[ir.Model, str]:
     """The decoder with ``GroupQueryAttention`` and the cache written in place when the rewrite applies and gives
     PyTorch's logits (checked on the CPU), else the decoder as exported; and which attention it has (with the
@@ -142,12 +140,12 @@ def _group_query_attention(onx: ir.Model, lm: torch.nn.Module, inputs: Any, conf
     if provider != "cpu":
         return onx, "Attention (GroupQueryAttention is checked on the CPU only: packages for CUDA keep Attention)"
     candidate = onx.clone()
-    fusion = fuse_group_query_attention(candidate, config["model"]["context_length"])
+    fusion = fuse_group_query_attention(candidate, context_length(lm.config))
     if not fusion.layers:
         logger.info("GroupQueryAttention not used: %s", fusion.reason)
         return onx, f"Attention ({fusion.reason})"
-    problem = check_shared_buffer(candidate, lm, inputs.cache_argument, config["model"]["pad_token_id"],
-                                  inputs.kv_heads, inputs.head_size)
+    pad = special_tokens(lm.config.get_text_config(decoder=True), generation)[2]
+    problem = check_shared_buffer(candidate, lm, inputs.cache_argument, pad, inputs.kv_heads, inputs.head_size)
     if problem:
         logger.warning("GroupQueryAttention not used, the decoder keeps Attention: the rewritten decoder does not "
                        "give PyTorch's logits (%s)", problem)
