@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx_ir as ir
+from onnx_ir.passes.common import RemoveUnusedNodesPass
+
+from ..optimize.graph_match import initializer, int64s, producer
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +59,6 @@ class Fusion:
     reason: str = ""
 
 
-def _producer(value: ir.Value | None, op_type: str, domain: str = "") -> ir.Node | None:
-    node = value.producer() if value is not None else None
-    if node is None or node.op_type != op_type or node.domain not in (domain, "ai.onnx" if not domain else domain):
-        return None
-    return node
-
-
 def _layers(graph: ir.Graph) -> tuple[list[_Layer], str]:
     layers = []
     for node in graph:
@@ -90,7 +86,7 @@ def _common(node: ir.Node) -> str:
 
 def _rotary(query: ir.Value, key: ir.Value) -> tuple[ir.Value, ir.Value, tuple[ir.Node, ir.Node] | None] | str:
     """The query and key before their rotary embeddings, and those (None without any)."""
-    rope_q, rope_k = _producer(query, "RotaryEmbedding"), _producer(key, "RotaryEmbedding")
+    rope_q, rope_k = producer(query, "RotaryEmbedding"), producer(key, "RotaryEmbedding")
     if rope_q is None and rope_k is None:
         return query, key, None
     if rope_q is None or rope_k is None or len(rope_q.inputs) != 3 or len(rope_k.inputs) != 3:
@@ -111,8 +107,9 @@ def _sequence_first(graph: ir.Graph, node: ir.Node) -> _Layer | str:
         return "an Attention without the cache as its past inputs"
     if len(node.outputs) < 3 or node.outputs[1] not in outputs or node.outputs[2] not in outputs:
         return "an Attention whose present outputs are not the decoder's"
-    if _common(node):
-        return _common(node)
+    problem = _common(node)
+    if problem:
+        return problem
     if "q_num_heads" not in node.attributes or "kv_num_heads" not in node.attributes:
         return "an Attention without its numbers of heads"
     found = _rotary(node.inputs[0], node.inputs[1])
@@ -128,11 +125,12 @@ def _heads_first(graph: ir.Graph, node: ir.Node) -> _Layer | str:
     """``Attention(q, Concat(past_key, k), Concat(past_value, v), mask)`` on ``[batch, heads, sequence,
     head_size]``, the concatenations being the decoder's present outputs."""
     inputs, outputs = set(graph.inputs), set(graph.outputs)
-    if len(node.inputs) not in (3, 4) or _common(node):
-        return _common(node) or "an Attention of another form"
+    problem = _common(node)
+    if problem or len(node.inputs) not in (3, 4):
+        return problem or "an Attention of another form"
     concats = []
     for value in node.inputs[1:3]:
-        concat = _producer(value, "Concat")
+        concat = producer(value, "Concat")
         if concat is None or len(concat.inputs) != 2 or concat.inputs[0] not in inputs or value not in outputs or \
                 concat.attributes.get_int("axis", 0) not in (2, -2):
             return "an Attention without the cache appended to its keys and values"
@@ -152,7 +150,7 @@ def _heads_first(graph: ir.Graph, node: ir.Node) -> _Layer | str:
 def _packed(query: ir.Value, key: ir.Value, value: ir.Value) -> ir.Value | None:
     """The packed projection ``Split`` reads when ``query``, ``key`` and ``value`` are its three outputs in that
     order along the last axis, read by nothing else."""
-    split = _producer(query, "Split")
+    split = producer(query, "Split")
     if split is None or list(split.outputs) != [query, key, value]:
         return None
     axis = split.attributes.get_int("axis", 0)
@@ -229,11 +227,11 @@ def fuse_group_query_attention(model: ir.Model, context_length: int) -> Fusion:
     caches = {}
     for key, (cos_table, sin_table) in tables.items():
         dtype = layers[0].query.dtype.numpy() if layers[0].query.dtype is not None else np.float32
-        caches[key] = (_initializer(graph, "cos_cache", cos_table.astype(dtype)),
-                       _initializer(graph, "sin_cache", sin_table.astype(dtype)))
+        caches[key] = (initializer(graph, "cos_cache", ir.tensor(cos_table.astype(dtype))),
+                       initializer(graph, "sin_cache", ir.tensor(sin_table.astype(dtype))))
     for layer in layers:
         _replace(graph, layer, lengths, caches)
-    _remove_unused(model)
+    RemoveUnusedNodesPass()(model)
     removed = []
     for value in list(graph.inputs):
         if value.name == "position_ids" and not value.uses():
@@ -244,21 +242,10 @@ def fuse_group_query_attention(model: ir.Model, context_length: int) -> Fusion:
     return Fusion(len(layers), removed)
 
 
-def _initializer(graph: ir.Graph, name: str, array: np.ndarray) -> ir.Value:
-    base, i = name, 0
-    while name in graph.initializers:
-        i += 1
-        name = f"{base}_{i}"
-    value = ir.Value(name=name, type=ir.TensorType(ir.DataType.from_numpy(array.dtype)), shape=ir.Shape(array.shape),
-                     const_value=ir.tensor(array, name=name))
-    graph.register_initializer(value)
-    return value
-
-
 def _lengths(graph: ir.Graph, mask: ir.Value, before: ir.Node) -> tuple[ir.Value, ir.Value]:
     """``seqlens_k`` (kept tokens of each row minus one, int32) and ``total_sequence_length`` (the mask's width,
     an int32 scalar), computed once from ``attention_mask``."""
-    one = _initializer(graph, "gqa_one", np.array([1], dtype=np.int64))
+    one = int64s(graph, "gqa_one", [1])
     nodes = [
         ir.node("ReduceSum", [mask, one], attributes={"keepdims": 0}, name="gqa/kept"),
     ]
@@ -279,13 +266,13 @@ def _lengths(graph: ir.Graph, mask: ir.Value, before: ir.Node) -> tuple[ir.Value
 def _sequence_first_value(graph: ir.Graph, value: ir.Value, nodes: list[ir.Node]) -> ir.Value:
     """``value`` (``[batch, heads, sequence, head_size]``) as ``[batch, sequence, heads * head_size]``: the input
     of its head split when it is one (``Transpose(x, (0, 2, 1, 3))``), else transposed; then the heads merged."""
-    transpose = _producer(value, "Transpose")
+    transpose = producer(value, "Transpose")
     if transpose is not None and list(transpose.attributes.get_ints("perm", ())) == [0, 2, 1, 3]:
         source = transpose.inputs[0]
     else:
         nodes.append(ir.node("Transpose", [value], attributes={"perm": [0, 2, 1, 3]}))
         source = nodes[-1].outputs[0]
-    shape = _initializer(graph, "gqa_merge_heads", np.array([0, 0, -1], dtype=np.int64))
+    shape = int64s(graph, "gqa_merge_heads", [0, 0, -1])
     nodes.append(ir.node("Reshape", [source, shape]))
     return nodes[-1].outputs[0]
 
@@ -324,7 +311,7 @@ def _replace(graph: ir.Graph, layer: _Layer, lengths: tuple[ir.Value, ir.Value],
         # the heads split again for the readers of the heads-first output (Transpose/Reshape pairs cancel)
         out = attention.outputs[0]
         head_size = layer.query.shape[3]
-        shape = _initializer(graph, "gqa_split_heads", np.array([0, 0, q_heads, head_size], dtype=np.int64))
+        shape = int64s(graph, "gqa_split_heads", [0, 0, q_heads, head_size])
         nodes.append(ir.node("Reshape", [gqa.outputs[0], shape]))
         nodes.append(ir.node("Transpose", [nodes[-1].outputs[0]], attributes={"perm": [0, 2, 1, 3]}))
         old_nodes = [*layer.concats, attention]
@@ -334,12 +321,4 @@ def _replace(graph: ir.Graph, layer: _Layer, lengths: tuple[ir.Value, ir.Value],
         node.metadata_props.update(attention.metadata_props)
     for value, like in zip(new, old):
         value.dtype, value.shape = like.dtype, like.shape
-    for value, like in zip(gqa.outputs[1:], old[1:]):
-        value.dtype, value.shape = like.dtype, like.shape
     ir.convenience.replace_nodes_and_values(graph, attention, old_nodes, nodes, old, new)
-
-
-def _remove_unused(model: ir.Model) -> None:
-    from onnx_ir.passes.common import RemoveUnusedNodesPass
-
-    RemoveUnusedNodesPass()(model)

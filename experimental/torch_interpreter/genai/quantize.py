@@ -87,8 +87,8 @@ def products_as_matmul(model: onnx.ModelProto) -> int:
         count += 1
     del graph.node[:]
     graph.node.extend(nodes)
-    used = {i for n in graph.node for i in n.input}
-    kept = [i for i in graph.initializer if i.name in used or i.name in {o.name for o in graph.output}]
+    used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+    kept = [i for i in graph.initializer if i.name in used]
     del graph.initializer[:]
     graph.initializer.extend(kept)
     return count
