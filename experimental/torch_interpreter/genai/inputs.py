@@ -59,7 +59,7 @@ def decoder_inputs(model: torch.nn.Module) -> DecoderInputs:
     argument = cache_argument(model)
     with torch.no_grad():
         out = model(input_ids=prompt, use_cache=True, **{argument: transformers.DynamicCache(config=model.config)})
-    cache = next((out[k] for k in (argument, "past_key_values") if k in out and out[k] is not None), None)
+    cache = returned_cache(out, argument)
     if cache is None:
         raise GenAIError(
             f"{type(model).__name__} returns no key-value cache when called with use_cache=True (an encoder, or a "
@@ -88,3 +88,9 @@ def cache_argument(model: torch.nn.Module) -> str | None:
     none."""
     parameters = inspect.signature(model.forward).parameters
     return next((name for name in ("cache", "past_key_values") if name in parameters), None)
+
+
+def returned_cache(out: Any, argument: str) -> Any:
+    """The cache a transformers model's output holds, under the name of its keyword ``argument`` (``cache``) or
+    ``past_key_values``; None if none."""
+    return next((out[k] for k in (argument, "past_key_values") if k in out and out[k] is not None), None)

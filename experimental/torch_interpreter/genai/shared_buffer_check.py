@@ -68,6 +68,8 @@ def _torch_logits(wrapper: torch.nn.Module, prompts: list[list[int]], cache_argu
     """The logits of the last token, for each prompt alone then for each greedy step: ``[steps + 1][batch, vocab]``."""
     import transformers
 
+    from .inputs import returned_cache
+
     rows = []
     for prompt in prompts:
         ids = torch.tensor([prompt])
@@ -79,7 +81,7 @@ def _torch_logits(wrapper: torch.nn.Module, prompts: list[list[int]], cache_argu
                 out = wrapper(input_ids=ids, attention_mask=mask, **{cache_argument: cache})
                 last = out.logits[0, -1].float()
                 logits.append(last.numpy())
-                cache = out[cache_argument] if cache_argument in out else out["past_key_values"]
+                cache = returned_cache(out, cache_argument)
                 ids = last.argmax().view(1, 1)
                 mask = torch.cat([mask, torch.ones_like(ids)], dim=1)
         rows.append(logits)

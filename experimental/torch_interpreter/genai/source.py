@@ -95,7 +95,7 @@ def _dtype_of(module: torch.nn.Module) -> torch.dtype | None:
 
 def check_kv_cache(module: torch.nn.Module) -> None:
     """Raises :class:`~experimental.torch_interpreter.GenAIError` when ``module`` keeps no key-value cache
-    onnxruntime-genai can hold: no ``past_key_values`` argument, or cache layers with a recurrent state
+    onnxruntime-genai can hold: no ``cache`` (or ``past_key_values``) argument, or cache layers with a recurrent state
     (Mamba, RWKV, xLSTM, hybrids of attention and recurrences)."""
     import transformers
 
