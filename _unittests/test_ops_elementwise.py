@@ -96,6 +96,28 @@ def test_floor_divide_exact():
     check_model(Fn(lambda x, y: (x // y, x % y, torch.div(x, y, rounding_mode="trunc"))), (x, y))
 
 
+FLOOR_DIVISIONS = {
+    # div = (a - fmod(a, b)) / b lands on k + 0.5: PyTorch floors it and rounds up only above .5 (Round: to even)
+    torch.float32: ([4.762979779095621e28, -3.462849535555783e30, 9.307019754759782e16, -294879.46875],
+                    [8.110654729071419e21, 4.8433670359300146e23, -13202613248.0, 0.053836409002542496]),
+    # PyTorch's CPU kernel rounds each step to float16 / bfloat16: 657 // -0.374 is -1758 there, -1757 in float32
+    torch.float16: ([657.0, 516.0, -0.1337890625, -355.0], [-0.3740234375, 0.2587890625, 0.00015461444854736328,
+                                                             0.207763671875]),
+    torch.bfloat16: ([1.2986735617082534e-22, 0.00016498565673828125, 33816576.0, -3.5405085123561876e29],
+                     [-5.331437541845686e-25, 7.003545761108398e-07, -333824.0, -1.412025357309887e27]),
+}
+
+
+@pytest.mark.parametrize("dtype", list(FLOOR_DIVISIONS), ids=str)
+def test_floor_divide_equals_pytorch_bit_for_bit(dtype):
+    """Floor division jumps by one at an integer: compared exactly, not within a tolerance."""
+    a, b = (torch.tensor(v * 5, dtype=dtype) for v in FLOOR_DIVISIONS[dtype])  # 20 values: vector and tail paths
+    onx = to_onnx(Fn(lambda a, b: torch.div(a, b, rounding_mode="floor")), (a, b))
+    feeds = dict(zip([i.name for i in onx.graph.input], (a, b)))
+    (got,) = InferenceSession(onx, providers=["CPUExecutionProvider"]).run_torch(None, feeds)
+    torch.testing.assert_close(got, torch.div(a, b, rounding_mode="floor"), atol=0, rtol=0)
+
+
 @pytest.mark.parametrize(
     "fn, args",
     [

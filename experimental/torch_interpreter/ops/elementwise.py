@@ -93,23 +93,33 @@ def _sign_fix(ctx: NodeContext, mod: ir.Value, b: ir.Value) -> ir.Value:
 
 
 def _floor_divide(ctx: NodeContext, a: Scalar, b: Scalar, dtype: ir.DataType) -> ir.Value:
-    """Python's floor division, computed the way PyTorch does (``(a - fmod(a, b)) / b`` rounded, minus 1
-    where the signs differ), which is exact where ``floor(a / b)`` is not (``1.0 // 0.1 == 9``)."""
+    """Python's floor division, computed the way PyTorch does (``div = (a - fmod(a, b)) / b``, minus 1 where the
+    signs differ, then floored and rounded up where ``div - floor(div) > 0.5``), which is exact where
+    ``floor(a / b)`` is not (``1.0 // 0.1 == 9``); ``Round`` instead of the last step would round a ``div`` of
+    ``k + 0.5`` to even, as happens from quotients of 2**22 on in float32."""
     if dtype not in FLOAT_TYPES:
         mod = kernel_op(ctx, "Mod", a, b, dtype=dtype)  # fmod=0: the sign of the divisor, exact
         return kernel_op(ctx, "Div", kernel_op(ctx, "Sub", a, mod, dtype=dtype), b, dtype=dtype)
     c = opmath_dtype(dtype)
+
+    def step(x: ir.Value) -> ir.Value:
+        """PyTorch's CPU kernel rounds each step of a float16 or bfloat16 division to that type."""
+        return x if c == dtype else ctx.cast(ctx.cast(x, dtype), c)
+
     nonzero_b = not isinstance(b, ir.Value) and b != 0
     a, b = ctx.operand(a, c), ctx.operand(b, c)
     mod = ctx.op("Mod", a, b, fmod=1)
-    q = ctx.op("Round", ctx.op("Div", ctx.op("Sub", a, mod), b))
-    q = ctx.op("Sub", q, ctx.op("Cast", _sign_fix(ctx, mod, b), to=c))
+    div = step(ctx.op("Div", step(ctx.op("Sub", a, mod)), b))
+    div = step(ctx.op("Sub", div, ctx.op("Cast", _sign_fix(ctx, mod, b), to=c)))
+    floor = ctx.op("Floor", div)
+    up = ctx.op("Greater", step(ctx.op("Sub", div, floor)), ctx.const(0.5, c))
+    q = step(ctx.op("Add", floor, ctx.op("Cast", up, to=c)))
     # a zero quotient takes the sign of a / b in PyTorch (copysign(0, a / b)): 0 * (a / b) has that sign.
     # It goes in Where's second branch: onnxruntime's Where turns a -0 of its first branch into +0 (and its
-    # optimizer swaps the branches of a Where on a Not, hence |q| > 0 rather than Not(q == 0)).
-    quotient = ctx.op("Div", a, b)
+    # optimizer swaps the branches of a Where on a Not, hence |div| > 0 rather than Not(div == 0)).
+    quotient = step(ctx.op("Div", a, b))
     zero = ctx.const(0, c)
-    q = ctx.op("Where", ctx.op("Greater", ctx.op("Abs", q), zero), q, ctx.op("Mul", quotient, zero))
+    q = ctx.op("Where", ctx.op("Greater", ctx.op("Abs", div), zero), q, ctx.op("Mul", quotient, zero))
     if not nonzero_b:
         q = ctx.op("Where", ctx.op("Equal", b, zero), quotient, q)
     return ctx.cast(q, dtype)
