@@ -145,6 +145,18 @@ def test_refine_relation():
     assert "a = b + 1" in _meta(onx)["aten2onnx.capture.notes"]
 
 
+def test_refine_relation_beside_an_axis_named_by_a_string():
+    """an axis given as a string (no Dim object) beside the related ones: torch's fixes still apply"""
+    a, b = Dim("a"), Dim("b")
+    onx = check_model(
+        Related(),
+        (torch.randn(2, 5), torch.randn(2, 4)),
+        dynamic_shapes={"x": {0: "batch", 1: a}, "y": {0: "batch", 1: b}},
+        more_inputs=[((torch.randn(3, 9), torch.randn(3, 8)), None)],
+    )
+    assert "a = b + 1" in _meta(onx)["aten2onnx.capture.notes"]
+
+
 class Static(torch.nn.Module):
     def forward(self, x):
         return x.reshape(2, 4) * 2

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_map
 
 from ...errors import DynamicShapeError
 from ..dynamic_shapes import DimSpec
@@ -53,11 +54,25 @@ fixes this size.
             "dynamic_shapes) or change the model's code that fixes this size."
         )
     block = "Suggested fixes:\n" + "\n".join(f"  {fix.name} = {fix.fix}" for fix in fixes)
+    # torch's function reads the name of every axis: an unnamed one (Dim.DYNAMIC, a name given as a string)
+    # stands in as a named Dim for the call
+    hints: dict[str, Any] = {}
+
+    def named(dim: Any) -> Any:
+        if dim is None or isinstance(dim, int) or hasattr(dim, "__name__"):
+            return dim
+        hints[f"_unnamed_axis_{len(hints)}"] = dim
+        return torch.export.Dim(f"_unnamed_axis_{len(hints) - 1}")
+
+    def unnamed(dim: Any) -> Any:
+        return hints.get(getattr(dim, "__name__", None), dim)
+
     try:
-        refined = torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(block, torch_spec)
+        stand_in = tree_map(named, torch_spec, is_leaf=lambda d: d is None)
+        refined = torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(block, stand_in)
     except Exception as e:  # torch cannot apply its own fixes to this spec
         raise DynamicShapeError(f"could not apply torch's suggested fixes ({block!r}): {e}") from e
-    return refined, ", ".join(f"{fix.name} = {fix.fix}" for fix in fixes)
+    return tree_map(unnamed, refined, is_leaf=lambda d: d is None), ", ".join(f"{fix.name} = {fix.fix}" for fix in fixes)
 
 
 class RefineDynamicShapes(Strategy):
