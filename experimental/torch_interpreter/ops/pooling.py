@@ -1,4 +1,4 @@
-"""Pooling: max/avg pools, adaptive pools, max unpooling and the max-pooling gradient.
+"""Pooling: max/avg pools, adaptive pools and max unpooling (their gradients are in ``pooling_backward.py``).
 
 Inputs without a batch dimension get one for the ONNX op. Kernel, stride, padding and dilation must be
 static; spatial sizes may be dynamic unless said otherwise.
@@ -18,19 +18,19 @@ from ..dtypes import FLOAT_TYPES
 from ..registry import register
 from ._common import (
     BOOL,
+    adaptive_windows,
+    separable,
+    unpool,
     FLOAT,
     INT64,
     Ints,
-    dim_of,
     extremum_as_pytorch,
     filled,
     kernel_dtype,
     kernel_op,
     opmath_dtype,
-    scatter_elements,
     spatial_dims,
     spatial_ints,
-    static_shape,
     uses_output,
     with_batch,
 )
@@ -438,25 +438,10 @@ def _window_means(ctx: NodeContext, x: ir.Value, size: int, out: int) -> ir.Valu
     return ctx.op("Div", total, ctx.const(lengths.astype(x.dtype.numpy())))
 
 
-def _dynamic_windows(ctx: NodeContext, x: ir.Value, out: int) -> tuple[ir.Value, ir.Value]:
-    """PyTorch's adaptive windows ``[floor(i*size/out), ceil((i+1)*size/out))`` along the last axis of ``x``,
-    of a size known at run time only: ``(mask [out, size], lengths [out])``, from Range and comparisons."""
-    size = ctx.op("Squeeze", ctx.op("Shape", x, start=-1), ctx.const([0], INT64))
-    one = ctx.const(1, INT64)
-    i = ctx.const(np.arange(out, dtype=np.int64).reshape(out, 1))
-    o = ctx.const(out, INT64)
-    start = ctx.op("Div", ctx.op("Mul", i, size), o)
-    end = ctx.op("Div", ctx.op("Add", ctx.op("Mul", ctx.op("Add", i, one), size), ctx.const(out - 1, INT64)), o)
-    j = ctx.op("Range", ctx.const(0, INT64), size, one)  # [size]
-    mask = ctx.op("And", ctx.op("GreaterOrEqual", j, start), ctx.op("Less", j, end))  # [out, size]
-    lengths = ctx.op("Squeeze", ctx.op("Sub", end, start), ctx.const([1], INT64))
-    return mask, lengths
-
-
 def _dynamic_window_reduce(ctx: NodeContext, x: ir.Value, out: int, largest: bool) -> ir.Value:
     """Adaptive means (``largest=False``) or maxima of the windows along the last axis of ``x`` (dynamic
     size): each window masked out of ``[..., out, size]``, padding 0 (means) or the lowest value (maxima)."""
-    mask, lengths = _dynamic_windows(ctx, x, out)
+    mask, lengths = adaptive_windows(ctx, ctx.op("Squeeze", ctx.op("Shape", x, start=-1), ctx.const([0], INT64)), out)
     grid = ctx.op("Unsqueeze", x, ctx.const([-2], INT64))  # [..., 1, size]
     if not largest:
         windows = ctx.op("Where", mask, grid, ctx.const(0, x.dtype))
@@ -474,23 +459,6 @@ def _dynamic_window_reduce(ctx: NodeContext, x: ir.Value, out: int, largest: boo
         values = extremum_as_pytorch(ctx, "ReduceMax", grid, values, [last], False, members=mask,
                                      infinity=x.dtype != ir.DataType.FLOAT16)
     return values
-
-
-def _separable(ctx: NodeContext, x: ir.Value, output_size: Sequence[int], reduce: Any) -> ir.Value:
-    """``reduce(moved, axis, size, out)`` applied to each spatial axis of ``x`` moved last, one at a time
-    (adaptive means and maxima are separable: a window is a product of one window per axis)."""
-    n = len(output_size)
-    dims = spatial_dims(x, n)
-    y = x
-    for i, (size, out) in enumerate(zip(dims, output_size)):
-        if size == out:
-            continue
-        axis = 2 + i
-        perm = [a for a in range(n + 2) if a != axis] + [axis]
-        moved = ctx.op("Transpose", y, perm=perm) if axis != n + 1 else y
-        moved = reduce(moved, size, out)
-        y = ctx.op("Transpose", moved, perm=[perm.index(a) for a in range(n + 2)]) if axis != n + 1 else moved
-    return y
 
 
 def _static_output(output_size: Any, op: str) -> list[int]:
@@ -529,7 +497,7 @@ def aten_adaptive_avg_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
         if static and any(d % o for d, o in zip(dims, output_size)):
             # averaging is separable: one axis at a time, moved last
             y = ctx.cast(x, opmath_dtype(dtype))
-            y = _separable(ctx, y, output_size, lambda moved, size, out: _window_means(ctx, moved, size, out))
+            y = separable(ctx, y, output_size, lambda moved, size, out: _window_means(ctx, moved, size, out))
             return ctx.cast(y, dtype)
         if any(d is None for d in dims):  # a dynamic spatial axis: windows from Range, one axis at a time
             out = _static_output(output_size, "adaptive_avg_pool")
@@ -540,7 +508,7 @@ def aten_adaptive_avg_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
                     return _dynamic_window_reduce(ctx, moved, o, largest=False)
                 return _window_means(ctx, moved, size, o)
 
-            return ctx.cast(_separable(ctx, ctx.cast(x, c), out, reduce), dtype)
+            return ctx.cast(separable(ctx, ctx.cast(x, c), out, reduce), dtype)
         kernel = _adaptive_kernel(x, output_size, "adaptive_avg_pool")
         return kernel_op(ctx, "AveragePool", x, dtype=dtype, kernel_shape=kernel, strides=kernel)
 
@@ -581,7 +549,7 @@ def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
         def reduce(moved: ir.Value, size: int | None, o: int) -> ir.Value:
             return _dynamic_window_reduce(ctx, moved, o, largest=True)
 
-        return with_batch(ctx, self, n, lambda x: ctx.cast(_separable(ctx, ctx.cast(x, c), out, reduce), dtype)), None
+        return with_batch(ctx, self, n, lambda x: ctx.cast(separable(ctx, ctx.cast(x, c), out, reduce), dtype)), None
     if all(d is not None for d in dims) and any(d % o for d, o in zip(dims, output_size)):
         return with_batch(ctx, self, n, lambda x: _adaptive_max_windows(ctx, x, dims, list(output_size)))
     kernel = _adaptive_kernel(self, output_size, "adaptive_max_pool")
@@ -625,35 +593,11 @@ def _adaptive_max_windows(ctx: NodeContext, x: ir.Value, dims: list[int], output
     return values, index
 
 
-def _unpool(ctx: NodeContext, values: ir.Value, indices: ir.Value, out_spatial: Sequence[int], reduction: str | None):
-    """Scatters ``values`` at the plane positions ``indices`` (both ``[N, C, *in]`` or ``[C, *in]``) into zeros
-    of shape ``[N, C, *out_spatial]``."""
-    k = len(out_spatial)
-    lead = [dim_of(ctx, values, i) for i in range(ctx.rank(values) - k)]
-    flat_shape = ctx.int64s([*lead, -1])
-    plane = int(np.prod(out_spatial))
-    dtype = ctx.out_dtype
-    c = ir.DataType.FLOAT if dtype == ir.DataType.BFLOAT16 else dtype  # no bfloat16 ConstantOfShape before opset 20
-    zeros = ctx.op(
-        "ConstantOfShape", ctx.int64s([*lead, plane]), value=ir.tensor(np.zeros(1, dtype=c.numpy()), dtype=c)
-    )
-    out = scatter_elements(
-        ctx,
-        "ScatterElements",
-        zeros,
-        ctx.op("Reshape", indices, flat_shape),
-        ctx.op("Reshape", ctx.cast(values, c), flat_shape),
-        reduction,
-        axis=len(lead),
-    )
-    return ctx.cast(ctx.op("Reshape", out, ctx.int64s([*lead, *out_spatial])), dtype)
-
-
 @register("aten::max_unpool2d.default")
 def aten_max_unpool2d(ctx: NodeContext, self: ir.Value, indices: ir.Value, output_size: Sequence[int]) -> ir.Value:
     """max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor: ``ScatterElements`` of the
     values at their positions in each output plane."""
-    return _unpool(ctx, self, indices, list(output_size), None)
+    return unpool(ctx, self, indices, list(output_size), None)
 
 
 @register("aten::max_unpool3d.default")
@@ -666,26 +610,4 @@ def aten_max_unpool3d(
     padding: Sequence[int],
 ) -> ir.Value:
     """max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor"""
-    return _unpool(ctx, self, indices, list(output_size), None)
-
-
-@register("aten::max_pool2d_with_indices_backward.default", "aten::max_pool3d_with_indices_backward.default")
-def aten_max_pool2d_with_indices_backward(
-    ctx: NodeContext,
-    grad_output: ir.Value,
-    self: ir.Value,
-    kernel_size: Sequence[int],
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-    ceil_mode: bool,
-    indices: ir.Value,
-) -> ir.Value:
-    """max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride,
-    int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor: the gradients summed at the
-    positions of the maxima."""
-    shape = static_shape(ctx.arg_val(1))
-    if shape is None:
-        raise NotImplementedError("max_pool_with_indices_backward with a dynamic input shape")
-    k = 3 if ctx.op_name.startswith("max_pool3d") else 2
-    return _unpool(ctx, grad_output, indices, shape[-k:], "add")
+    return unpool(ctx, self, indices, list(output_size), None)
