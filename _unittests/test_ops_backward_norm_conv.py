@@ -87,6 +87,21 @@ def test_layer_norm_backward_half(dtype):
     check_model(_layer_norm_backward([8]), tuple(args), atol=tol, rtol=tol)
 
 
+@pytest.mark.parametrize("affine", [True, False])
+def test_native_layer_norm_float64_with_statistics(affine):
+    """onnxruntime has no float64 LayerNormalization giving mean and rstd (training seed 996): reductions instead"""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4, 8, dtype=torch.float64) * 3 + 1
+    params = (torch.randn(4, 8, dtype=torch.float64), torch.randn(4, 8, dtype=torch.float64)) if affine else ()
+
+    def fn(x, *params):
+        w, b = params if affine else (None, None)
+        y, mean, rstd = A.native_layer_norm.default(x, [4, 8], w, b, 1e-5)
+        return y, mean, rstd
+
+    check_model(Fn(fn), (x, *params), atol=1e-10, rtol=1e-10)
+
+
 def test_layer_norm_backward_dynamic():
     torch.manual_seed(0)
     x, g, w, b = torch.randn(2, 3, 8), torch.randn(2, 3, 8), torch.randn(8), torch.randn(8)

@@ -94,6 +94,8 @@ def _layer_norm(
     compute = kernel_dtype("LayerNormalization", input.dtype)
     scale = ctx.cast(weight, compute) if weight is not None else _filled(ctx, input, axis, None, 1.0, compute)
     b = [] if bias is None else [ctx.cast(bias, compute)]  # no trailing empty input: onnxruntime crashes
+    if compute == ir.DataType.DOUBLE and num_outputs > 1:  # onnxruntime has no double kernel with mean and rstd
+        return _layer_norm_double(ctx, input, axis, scale, b[0] if b else None, eps)
     stash = ir.DataType.DOUBLE if compute == ir.DataType.DOUBLE else ir.DataType.FLOAT
     return ctx.op(
         "LayerNormalization",
@@ -105,6 +107,19 @@ def _layer_norm(
         stash_type=stash,
         num_outputs=num_outputs,
     )
+
+
+def _layer_norm_double(
+    ctx: NodeContext, x: ir.Value, axis: int, scale: ir.Value, bias: ir.Value | None, eps: float
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Float64 layer normalization with its mean and reciprocal standard deviation, from reductions."""
+    axes = ctx.const(list(range(axis, 0)), INT64)
+    mean = ctx.op("ReduceMean", x, axes, keepdims=1)
+    centered = ctx.op("Sub", x, mean)
+    var = ctx.op("ReduceMean", ctx.op("Mul", centered, centered), axes, keepdims=1)
+    rstd = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.op("Add", var, ctx.const(float(eps), ir.DataType.DOUBLE))))
+    y = ctx.op("Mul", ctx.op("Mul", centered, rstd), scale)
+    return (y if bias is None else ctx.op("Add", y, bias)), mean, rstd
 
 
 @register("aten::layer_norm.default")
