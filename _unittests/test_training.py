@@ -335,3 +335,58 @@ def test_evaluation_under_no_grad_keeps_no_context():
     y.sum().backward()
     assert contexts.live() == 0
     del y
+
+
+class _PassThroughGradient(torch.nn.Module):
+    """index_add of constants: the backward graph hands the incoming gradient back as it is (no node to run)."""
+
+    def forward(self, x):
+        return x.index_add(0, torch.tensor([0, 2]), torch.ones(2, 3, dtype=x.dtype))
+
+
+class _ConstantOutput(torch.nn.Module):
+    """A graph whose only output is a constant: folded, the model has no node (onnxruntime loads it)."""
+
+    def forward(self, x):
+        return torch.arange(6.0).reshape(2, 3) * 2
+
+
+def test_graphs_without_nodes_run_without_fallback():
+    torch.manual_seed(0)
+    x = torch.randn(3, 3)
+    leaf = x.clone().requires_grad_()
+    (expected,) = torch.autograd.grad((_PassThroughGradient()(leaf) ** 2).sum(), leaf)
+    backend = _backend()
+    leaf = x.clone().requires_grad_()
+    (got,) = torch.autograd.grad((torch.compile(_PassThroughGradient(), backend=backend)(leaf) ** 2).sum(), leaf)
+    torch.testing.assert_close(got, expected)
+    assert [g["runs_in"] for g in backend.graphs] == ["onnxruntime", "onnxruntime"], backend.graphs
+    torch._dynamo.reset()
+    backend = _backend()
+    compiled = torch.compile(_ConstantOutput(), backend=backend)
+    first = compiled(x)
+    first.add_(1)  # each call gets its own tensor
+    torch.testing.assert_close(compiled(x), _ConstantOutput()(x))
+    assert [g["runs_in"] for g in backend.graphs] == ["onnxruntime"], backend.graphs
+
+
+class _PoolPad(torch.nn.Module):
+    """The backward ops of pooling and padding: avg_pool2d (ceil mode, padding), adaptive_avg_pool2d to a size
+    that does not divide, adaptive_max_pool2d, reflection and replication padding."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        y = torch.nn.functional.pad(x, (1, 2, 2, 1), mode="reflect")
+        y = self.conv(y)
+        y = torch.nn.functional.avg_pool2d(y, 3, 2, 1, ceil_mode=True, count_include_pad=False)
+        y = torch.nn.functional.pad(y, (1, 1, 0, 2), mode="replicate")
+        return torch.nn.functional.adaptive_avg_pool2d(y, (3, 2)) + torch.nn.functional.adaptive_max_pool2d(y, 2).mean()
+
+
+def test_pooling_and_padding_train_in_onnxruntime():
+    torch.manual_seed(0)
+    batches = [torch.randn(2, 3, 9, 8) for _ in range(3)]
+    _compare(_PoolPad(), batches, lambda m, x: m(x).square().mean(), _backend())
