@@ -177,3 +177,26 @@ def test_cumulative_extremum_then_matrix_vector(fn):
 
     v = torch.randn(5)
     check_dynamic(Fn(lambda x: fn(x, v)), torch.randn(7, 5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64], ids=str)
+def test_cumprod_zero_infinity_nan_and_signed_zeros(dtype):
+    """A training fuzz program (``remainder(x, x)`` then ``cumprod``) gave 0 where PyTorch gives NaN: a NaN after a
+    zero, ``0 * inf``, a NaN before a zero; the zeros carry the sign of the product (``-1 * 0 = -0``)."""
+    import numpy as np
+
+    from experimental.torch_interpreter import InferenceSession, to_onnx
+
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor(
+        [[0.0, nan, 2.0, 1.0], [nan, 0.0, 1.0, 2.0], [1.0, 0.0, inf, 1.0], [-inf, 2.0, 0.0, 3.0],
+         [-1.0, 0.0, 2.0, -1.0], [0.5, -0.0, -0.0, 0.0], [-2.0, inf, -1.0, 0.5], [3.0, -0.5, 2.0, -4.0]],
+        dtype=dtype,
+    )
+    onx = to_onnx(Fn(lambda x: torch.cumprod(x, 1)), (x,))
+    (got,) = InferenceSession(onx, providers=["CPUExecutionProvider"]).run_torch(None, {onx.graph.input[0].name: x})
+    expected = torch.cumprod(x, 1)
+    torch.testing.assert_close(got, expected, equal_nan=True)
+    g, e = got.double().numpy(), expected.double().numpy()
+    numbers = ~np.isnan(e)  # the sign of a NaN means nothing
+    assert np.array_equal(np.signbit(g[numbers]), np.signbit(e[numbers]))

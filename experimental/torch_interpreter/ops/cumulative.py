@@ -76,8 +76,10 @@ def aten_logcumsumexp(ctx: NodeContext, self: ir.Value, dim: int) -> ir.Value:
 def aten_cumprod(ctx: NodeContext, self: ir.Value, dim: int, *, dtype: Any = None) -> ir.Value:
     """cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
 
-    ONNX has no cumulative product: ``exp(cumsum(log|x|))`` in double precision, with the sign from the
-    count of negative factors, 0 from the first 0 on, and rounded for integers.
+    ONNX has no cumulative product: ``exp(cumsum(log|x|))`` in double precision over the nonzero factors, with the
+    sign from the count of factors whose sign bit is set (``-0`` included), times 0 from the first 0 on (so that a
+    NaN or an infinity met before or after it gives NaN, as ``0 * inf`` does in PyTorch's product, and a zero
+    carries the product's sign), rounded for integers.
     """
     out_dtype = ctx.out_dtype
     if ctx.rank(self) == 0:
@@ -86,13 +88,15 @@ def aten_cumprod(ctx: NodeContext, self: ir.Value, dim: int, *, dtype: Any = Non
     x = ctx.cast(ctx.cast(self, out_dtype), d)
     axis = _cumulative_axis(ctx, self, dim)
     zero = ctx.const(0.0, d)
-    magnitude = ctx.op("Exp", ctx.op("CumSum", ctx.op("Log", ctx.op("Abs", x)), axis))
-    negatives = ctx.op("CumSum", ctx.cast(ctx.op("Less", x, zero), d), axis)
+    is_zero = ctx.op("Equal", x, zero)
+    nonzero = ctx.op("Where", is_zero, ctx.const(1.0, d), ctx.op("Abs", x))
+    magnitude = ctx.op("Exp", ctx.op("CumSum", ctx.op("Log", nonzero), axis))
+    sign_bit = ctx.op("Or", ctx.op("Less", x, zero), ctx.op("Less", ctx.op("Reciprocal", x), zero))  # -0 included
+    negatives = ctx.op("CumSum", ctx.cast(sign_bit, d), axis)
     odd = ctx.op("Equal", ctx.op("Mod", negatives, ctx.const(2.0, d), fmod=1), ctx.const(1.0, d))
-    out = ctx.op("Where", odd, ctx.op("Neg", magnitude), magnitude)
-    zeros_seen = ctx.op("CumSum", ctx.cast(ctx.op("Equal", x, zero), d), axis)
-    out = ctx.op("Where", ctx.op("Greater", zeros_seen, zero), zero, out)
-    # a NaN propagates through Log/Exp already
+    signed = ctx.op("Where", odd, ctx.op("Neg", magnitude), magnitude)
+    no_zero_yet = ctx.cast(ctx.op("LessOrEqual", ctx.op("CumSum", ctx.cast(is_zero, d), axis), zero), d)
+    out = ctx.op("Mul", signed, no_zero_yet)
     if out_dtype not in FLOAT_TYPES:
         out = ctx.op("Round", out)
     return ctx.cast(out, out_dtype)
