@@ -60,6 +60,32 @@ def test_grouped_mm_fallback_sentinel_rows_are_zero():
     check_model(Grouped(), (torch.randn(6, 3), _offsets([1, 3])), dynamic_shapes=({0: "rows"}, None))
 
 
+@pytest.mark.parametrize("counts", [[3, 0, 5, 1], [0, 0, 9, 0]], ids=["uneven", "one"])
+def test_grouped_mm_fallback_backward(counts):
+    """The backward custom op of MoE training graphs: grad_input per expert (zeros past the last offset), grad_weight
+    per expert (zeros for an expert without rows), against the op itself and against autograd."""
+    pytest.importorskip("transformers")
+    import transformers.integrations.moe  # noqa: F401
+
+    class Backward(torch.nn.Module):
+        def forward(self, x, weight, offs, grad):
+            return torch.ops.transformers.grouped_mm_fallback_backward(x, weight, offs, grad)
+
+    torch.manual_seed(0)
+    rows = sum(counts) + 2  # two sentinel rows past the last offset
+    x, weight, grad = torch.randn(rows, 6), torch.randn(4, 6, 5), torch.randn(rows, 5)
+    onx = check_model(Backward(), (x, weight, _offsets(counts), grad), dynamic_shapes=({0: "rows"}, None, None,
+                      {0: "rows"}), more_inputs=[((torch.randn(7, 6), weight, _offsets([1, 4, 0, 2]),
+                                                   torch.randn(7, 5)), None)])
+    assert "PythonOp" not in op_types(onx)
+    leaves = x.clone().requires_grad_(), weight.clone().requires_grad_()
+    out = torch.ops.transformers.grouped_mm_fallback(*leaves, _offsets(counts))
+    expected = torch.autograd.grad(out, leaves, grad)
+    got = Backward()(x, weight, _offsets(counts), grad)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+
+
 def test_dynamic_pad_amount():
     """A pad computed from the sequence length (``seq % chunk``, Mamba-2 chunked scans): Pad takes it as a tensor."""
 

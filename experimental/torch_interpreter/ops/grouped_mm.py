@@ -60,6 +60,33 @@ def transformers_grouped_mm_fallback(ctx: NodeContext, input: ir.Value, weight: 
     return _grouped_rows_matmul(ctx, input, weight, offs, None, "transformers::grouped_mm_fallback")
 
 
+@register("transformers::grouped_mm_fallback_backward.default")
+def transformers_grouped_mm_fallback_backward(
+    ctx: NodeContext, input: ir.Value, weight: ir.Value, offs: ir.Value, grad_output: ir.Value
+) -> tuple[ir.Value, ir.Value]:
+    """grouped_mm_fallback_backward(Tensor input, Tensor weight, Tensor offs, Tensor grad_output) -> (Tensor, Tensor):
+    ``grad_input[r] = grad_output[r] @ weight[group(r)].T`` (zeros past ``offs[-1]``) and
+    ``grad_weight[g] = input[rows of g].T @ grad_output[rows of g]`` (zeros for an empty group)."""
+    what = "transformers::grouped_mm_fallback_backward"
+    grad_input = _grouped_rows_matmul(ctx, grad_output, ctx.op("Transpose", weight, perm=[0, 2, 1]), offs, None, what)
+    groups = ctx.arg_val(1).shape[0]
+    dtype = weight.dtype
+    compute = kernel_dtype("MatMul", dtype)
+    rows, grads = ctx.cast(input, compute), ctx.cast(grad_output, compute)
+    ends = ctx.op("Cast", offs, to=INT64)
+    axis0 = ctx.const([0], INT64)
+    start = ctx.const([0], INT64)
+    parts = []
+    for g in range(groups):
+        end = ctx.op("Slice", ends, ctx.const([g], INT64), ctx.const([g + 1], INT64))
+        x = ctx.op("Slice", rows, start, end, axis0)
+        dy = ctx.op("Slice", grads, start, end, axis0)
+        parts.append(ctx.op("Unsqueeze", ctx.op("MatMul", ctx.op("Transpose", x, perm=[1, 0]), dy), axis0))
+        start = end
+    grad_weight = parts[0] if len(parts) == 1 else ctx.op("Concat", *parts, axis=0)
+    return grad_input, ctx.cast(grad_weight, dtype)
+
+
 @register("aten::_grouped_mm.default")
 def aten__grouped_mm(
     ctx: NodeContext,
