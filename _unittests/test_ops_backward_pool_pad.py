@@ -153,6 +153,20 @@ def test_adaptive_max_pool2d_backward():
     np.testing.assert_array_equal(A.adaptive_max_pool2d_backward.default(g, x, indices).numpy(), expected.numpy())
 
 
+def test_max_pool2d_with_indices_backward_dynamic():
+    torch.manual_seed(0)
+    x, x2 = torch.randn(2, 3, 7, 6), torch.randn(3, 3, 9, 5)
+    (_, i), (_, i2) = (F.max_pool2d(t, 3, 2, 1, return_indices=True) for t in (x, x2))
+    g, g2 = torch.randn(i.shape), torch.randn(i2.shape)
+
+    def backward(g, x, i):
+        return A.max_pool2d_with_indices_backward.default(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i)
+
+    d = torch.export.Dim.DYNAMIC
+    dims = {0: d, 2: d, 3: d}
+    check_model(Fn(backward), (g, x, i), dynamic_shapes=(dims, dims, dims), more_inputs=[((g2, x2, i2), None)])
+
+
 # -- paddings ------------------------------------------------------------------------------------------------
 
 PAD_CASES = [

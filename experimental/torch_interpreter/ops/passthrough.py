@@ -41,7 +41,10 @@ def aten_alias(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
     return self
 
 
-@register("aten::to.dtype", "aten::to.device", "aten::to.dtype_layout", "aten::_to_copy.default", "aten::type_as.default")
+@register(
+    "aten::to.dtype", "aten::to.device", "aten::to.dtype_layout", "aten::_to_copy.default", "aten::type_as.default",
+    "prims::convert_element_type.default",
+)
 def aten_to(ctx: NodeContext, self: ir.Value, *args, **kwargs) -> ir.Value:
     """to(Tensor self, ..., ScalarType dtype, ...) -> Tensor: a Cast when the dtype changes, nothing else; a
     Python number (a scalar ``torch.vmap`` lowered into a tensor) is a constant of the output type."""

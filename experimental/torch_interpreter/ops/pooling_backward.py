@@ -32,7 +32,6 @@ from ._common import (
     opmath_dtype,
     separable,
     spatial_ints,
-    static_shape,
     unpool,
     with_batch,
 )
@@ -60,7 +59,7 @@ def aten_max_pool_with_indices_backward(
     """max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride,
     int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor: the gradients summed at the
     positions of the maxima."""
-    return _scatter_at_indices(ctx, grad_output, indices)
+    return _scatter_at_indices(ctx, grad_output, self, indices)
 
 
 @register("aten::adaptive_max_pool2d_backward.default", "aten::adaptive_max_pool3d_backward.default")
@@ -68,14 +67,13 @@ def aten_adaptive_max_pool_backward(
     ctx: NodeContext, grad_output: ir.Value, self: ir.Value, indices: ir.Value
 ) -> ir.Value:
     """adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor"""
-    return _scatter_at_indices(ctx, grad_output, indices)
+    return _scatter_at_indices(ctx, grad_output, self, indices)
 
 
-def _scatter_at_indices(ctx: NodeContext, grad_output: ir.Value, indices: ir.Value) -> ir.Value:
-    shape = static_shape(ctx.arg_val(1))
-    if shape is None:
-        raise NotImplementedError(f"{ctx.op_name} with a dynamic input shape")
-    return unpool(ctx, grad_output, indices, shape[-_spatial_rank(ctx):], "add")
+def _scatter_at_indices(ctx: NodeContext, grad_output: ir.Value, self: ir.Value, indices: ir.Value) -> ir.Value:
+    rank, n = ctx.rank(self), _spatial_rank(ctx)
+    sizes = [dim_of(ctx, self, a, ctx.arg_val(1).shape[a]) for a in range(rank - n, rank)]
+    return unpool(ctx, grad_output, indices, sizes, "add")
 
 
 # -- average pools -------------------------------------------------------------------------------------------

@@ -31,6 +31,25 @@ def aten_sym_numel(ctx: NodeContext, self: ir.Value) -> Any:
     return ctx.val if isinstance(ctx.val, int) else numel(ctx, self)
 
 
+@register("aten::sym_stride.int")
+def aten_sym_stride_int(ctx: NodeContext, self: ir.Value, dim: int) -> Any:
+    """sym_stride.int(Tensor self, int dim) -> SymInt: the product of the sizes after ``dim``, the stride of a
+    contiguous tensor (every tensor of an ONNX graph is); a tensor PyTorch traced with other strides is refused."""
+    if isinstance(ctx.val, int):
+        return ctx.val
+    val = ctx.arg_val(0)
+    try:
+        contiguous = bool(val.is_contiguous())
+    except Exception:  # noqa: BLE001  (a condition on dynamic sizes torch cannot decide)
+        contiguous = False
+    if not contiguous:
+        raise NotImplementedError("sym_stride of a tensor that is not contiguous in the traced graph")
+    dim = normalize_dim(dim, ctx.rank(self))
+    if dim == ctx.rank(self) - 1:
+        return 1
+    return ctx.op("ReduceProd", ctx.op("Shape", self, start=dim + 1), keepdims=0)
+
+
 @register("aten::sym_storage_offset.default")
 def aten_sym_storage_offset(ctx: NodeContext, self: ir.Value) -> int:
     return 0

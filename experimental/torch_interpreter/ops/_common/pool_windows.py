@@ -10,7 +10,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ...context import NodeContext
-from .shapes import dim_of
+from .shapes import dim_of, int_op
 from .spatial import spatial_dims
 from .tensors import scatter_elements
 from .types import INT64
@@ -52,13 +52,17 @@ def separable(ctx: NodeContext, x: ir.Value, output_size: Sequence[int], reduce:
     return y
 
 
-def unpool(ctx: NodeContext, values: ir.Value, indices: ir.Value, out_spatial: Sequence[int], reduction: str | None):
+def unpool(
+    ctx: NodeContext, values: ir.Value, indices: ir.Value, out_spatial: Sequence[int | ir.Value], reduction: str | None
+):
     """Scatters ``values`` at the plane positions ``indices`` (both ``[N, C, *in]`` or ``[C, *in]``) into zeros
-    of shape ``[N, C, *out_spatial]``."""
+    of shape ``[N, C, *out_spatial]`` (sizes as ints, or 0-D INT64 values when dynamic)."""
     k = len(out_spatial)
     lead = [dim_of(ctx, values, i) for i in range(ctx.rank(values) - k)]
     flat_shape = ctx.int64s([*lead, -1])
-    plane = int(np.prod(out_spatial))
+    plane: int | ir.Value = 1
+    for size in out_spatial:
+        plane = int_op(ctx, "Mul", plane, size)
     dtype = ctx.out_dtype
     c = ir.DataType.FLOAT if dtype == ir.DataType.BFLOAT16 else dtype  # no bfloat16 ConstantOfShape before opset 20
     zeros = ctx.op(
