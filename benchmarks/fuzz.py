@@ -1,7 +1,10 @@
 """The long run of the program fuzzer (``_unittests/fuzz_programs.py``): ``--n`` random programs from
-``--seed`` on, each exported with ``to_onnx`` and compared with eager PyTorch.
+``--seed`` on, each exported with ``to_onnx`` and compared with eager PyTorch; with ``--training``, each trained one
+step through the ``torch.compile`` backend and compared with eager (outputs, loss, every input gradient:
+``_unittests/fuzz_training.py``).
 
-Run: ``python benchmarks/fuzz.py --n 10000 [--seed 0] [--out _doc/fuzz.rst] [--timeout 60] [--max-seconds T]``.
+Run: ``python benchmarks/fuzz.py --n 10000 [--seed 0] [--out _doc/fuzz.rst] [--timeout 60] [--max-seconds T]``;
+``python benchmarks/fuzz.py --training --n 2000 [--out _doc/fuzz_training.inc]``.
 Prints one line
 per bug (outcome, seed, detail) and writes the summary page (counts by outcome, outcomes per op template,
 each bug with its seed, the most frequent unsupported ops) to ``--out``. One program:
@@ -24,6 +27,7 @@ import warnings
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "_unittests"))
 
 from fuzz_programs import BUGS, OUTCOMES, Outcome, RandomChooser, generate, run_program  # noqa: E402
+from fuzz_training import TRAINING_BUGS, TRAINING_OUTCOMES, run_training_program  # noqa: E402
 
 logger = logging.getLogger("fuzz")
 
@@ -39,9 +43,12 @@ def run(
     show: bool = False,
     max_seconds: float | None = None,
     out: str | None = None,
+    training: bool = False,
 ) -> list[tuple[int, list[str], Outcome]]:
     """Runs programs ``seed .. seed + n - 1`` (fewer when ``max_seconds`` runs out); returns
     ``(seed, op templates, outcome)`` per program. Every 100 programs, the summary so far goes to ``out``."""
+    run_one, bugs = (run_training_program, TRAINING_BUGS) if training else (run_program, BUGS)
+    write = training_summary if training else summary
     results = []
     signal.signal(signal.SIGALRM, _on_alarm)
     begin = time.perf_counter()
@@ -52,7 +59,7 @@ def run(
         prog = generate(RandomChooser(s))
         signal.alarm(timeout)
         try:
-            outcome = run_program(prog)
+            outcome = run_one(prog)
         except TimeoutError:
             outcome = Outcome("raw_exception", f"timeout after {timeout}s", "TimeoutError")
         finally:
@@ -61,7 +68,7 @@ def run(
         if show:
             print(prog.describe())
             print(outcome)
-        elif outcome.kind in BUGS:
+        elif outcome.kind in bugs or (training and outcome.kind == "fallback"):
             print(f"{outcome.kind} seed={s}: {outcome.detail[:300]}", flush=True)
         if (s - seed + 1) % 100 == 0:
             counts = collections.Counter(o.kind for _, _, o in results)
@@ -71,7 +78,7 @@ def run(
             )
             gc.collect()
             if out:
-                _write(out, summary(results, seed, time.perf_counter() - begin))
+                _write(out, write(results, seed, time.perf_counter() - begin))
     return results
 
 
@@ -192,6 +199,26 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
     return "\n".join(out)
 
 
+def training_summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: float) -> str:
+    """The reST section of a ``--training`` run (included by the training page): counts by outcome, then every
+    program that fell back, chose among ties or differs."""
+    counts = collections.Counter(o.kind for _, _, o in results)
+    shown = [(s, o) for s, _, o in results if o.kind in (*TRAINING_BUGS, "fallback", "ties")]
+    out = [
+        ".. code-block:: bash",
+        "",
+        f"    python benchmarks/fuzz.py --training --n {len(results)} --seed {seed} --out _doc/fuzz_training.inc",
+        "",
+        f"{len(results)} programs in {elapsed:.0f} s on this 2-core machine:",
+        "",
+        _table(["outcome", "programs"], [[f"``{k}``", str(counts[k])] for k in TRAINING_OUTCOMES if counts[k]]),
+        "",
+    ]
+    if shown:
+        out += [".. code-block:: text", ""] + [f"    {o.kind} seed={s}: {o.detail[:160]}" for s, o in shown] + [""]
+    return "\n".join(out)
+
+
 def _write(path: str, text: str) -> None:
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -205,18 +232,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=None, help="stop after this time (summary of those run)")
     parser.add_argument("--out", default=None, help="reST summary to write (e.g. _doc/fuzz.rst)")
     parser.add_argument("--show", action="store_true", help="print each program and its outcome")
+    parser.add_argument("--training", action="store_true", help="train each program one step (torch.compile backend)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("torch").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     begin = time.perf_counter()
-    results = run(args.n, args.seed, args.timeout, args.show, args.max_seconds, args.out)
+    results = run(args.n, args.seed, args.timeout, args.show, args.max_seconds, args.out, args.training)
     elapsed = time.perf_counter() - begin
     counts = collections.Counter(o.kind for _, _, o in results)
     print(f"{len(results)} programs in {elapsed:.0f}s: {dict(counts)}")
     if args.out:
-        _write(args.out, summary(results, args.seed, elapsed))
-    return 1 if any(counts[k] for k in BUGS) else 0
+        _write(args.out, (training_summary if args.training else summary)(results, args.seed, elapsed))
+    return 1 if any(counts[k] for k in (TRAINING_BUGS if args.training else BUGS)) else 0
 
 
 if __name__ == "__main__":
