@@ -156,18 +156,25 @@ class _FoldConstantsPass(InPlacePass):
             )
 
 
+#: loggers whose WARNINGs are not a user's business: onnxscript's folding logs one for each node it tried to
+#: evaluate and could not (the node stays), onnx-ir's deduplication one for each constant the graph outputs
+QUIET_LOGGERS = ("onnxscript.optimizer", "onnx_ir.passes.common.initializer_deduplication")
+
+
 @contextlib.contextmanager
 def _quiet_folding() -> Iterator[None]:
-    """onnxscript's folding logs a WARNING for each node it tried to evaluate and could not (the node then stays,
-    nothing is wrong): shown at ``verbose=2`` only, a user at the default level sees nothing."""
-    folding = logging.getLogger("onnxscript.optimizer")
-    saved = folding.level
+    """The :data:`QUIET_LOGGERS` shown at ``verbose=2`` only: a user at the default level sees nothing (nothing
+    is wrong)."""
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    saved = [logger.level for logger in loggers]
     if not logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.DEBUG):
-        folding.setLevel(logging.ERROR)
+        for logger in loggers:
+            logger.setLevel(logging.ERROR)
     try:
         yield
     finally:
-        folding.setLevel(saved)
+        for logger, level in zip(loggers, saved):
+            logger.setLevel(level)
 
 
 def optimize_with_exact_constants(model: ir.Model) -> int:
@@ -213,7 +220,8 @@ def optimize_with_exact_constants(model: ir.Model) -> int:
         OutputFixPass(),
         NameFixPass(),
     )
-    return int(optimizer(model).modified)
+    with _quiet_folding():
+        return int(optimizer(model).modified)
 
 
 # -- repairs after the optimizer --------------------------------------------------------------------------------
