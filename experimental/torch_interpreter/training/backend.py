@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -81,7 +82,8 @@ class OrtBackend:
     the optimizer stays PyTorch's: each step feeds the current parameters to the graphs (no copy).
 
     :attr:`graphs` lists what was compiled (one entry per forward, backward or inference graph: its kind, number,
-    FX and ONNX node counts, onnxruntime graph or eager fallback; a graph is translated at its first call); :attr:`compilations` counts the graphs dynamo
+    FX and ONNX node counts, onnxruntime graph or eager fallback, the seconds of its translation and of its session's
+    creation; a graph is translated at its first call); :attr:`compilations` counts the graphs dynamo
     handed over (a new shape that recompiles adds one, logged at INFO by ``experimental.torch_interpreter.training``).
 
     Example::
@@ -159,10 +161,14 @@ class OrtBackend:
                     "the graph's inputs are on a GPU but this onnxruntime has no CUDA provider: install "
                     "onnxruntime-gpu (pip install -e '.[gpu]')"
                 )
+            begin = time.perf_counter()
             translated = translate_graph(
                 gm, args, options.registry or default_registry, options.target_opset, provider, options.optimize
             )
+            entry["translate_s"] = time.perf_counter() - begin
+            begin = time.perf_counter()
             compiled = _session(translated, provider, name)
+            entry["session_s"] = time.perf_counter() - begin
         except TorchInterpreterError as e:
             if options.fallback == "raise":
                 raise
