@@ -393,3 +393,29 @@ def test_pooling_and_padding_train_in_onnxruntime():
     torch.manual_seed(0)
     batches = [torch.randn(2, 3, 9, 8) for _ in range(3)]
     _compare(_PoolPad(), batches, lambda m, x: m(x).square().mean(), _backend())
+
+
+class _InputViews(torch.nn.Module):
+    """Outputs that are views of the input (training fuzz seed 629): a slice with an offset, a transposed slice."""
+
+    def forward(self, x):
+        return torch.tensor_split(x, 2, 2)[1], x * 2, x.transpose(0, 1)[1:]
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_outputs_viewing_inputs_have_eager_strides(dynamic):
+    """AOTAutograd rebuilds such an output from the compiled graph's strides and offset: onnxruntime's contiguous
+    copy made it read other elements of the input (with dynamic sizes). The views are replayed by PyTorch."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 3)
+    expected_leaf, leaf = x.clone().requires_grad_(), x.clone().requires_grad_()
+    expected = _InputViews()(expected_leaf.clone())
+    backend = _backend()
+    got = torch.compile(_InputViews(), backend=backend, dynamic=dynamic)(leaf.clone())
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+        assert (g.stride(), g.storage_offset()) == (e.stride(), e.storage_offset())
+    sum((o * (i + 1)).sum() for i, o in enumerate(got)).backward()
+    sum((o * (i + 1)).sum() for i, o in enumerate(expected)).backward()
+    torch.testing.assert_close(leaf.grad, expected_leaf.grad)
+    assert all(g["runs_in"] == "onnxruntime" for g in backend.graphs), backend.graphs

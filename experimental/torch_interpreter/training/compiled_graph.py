@@ -1,6 +1,7 @@
 """A translated graph run by onnxruntime with torch tensors in and out: the inputs are bound through DLPack (no copy;
 on a GPU they stay there), the outputs come back as torch tensors sharing onnxruntime's buffers; an input the graph
-returns as it is, ``None`` and Python numbers never cross onnxruntime.
+returns as it is, a view of an input (replayed by PyTorch, :mod:`.view_outputs`), ``None`` and Python numbers never
+cross onnxruntime.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class OrtGraph:
         args.clear()
         self.calls += 1
         outs = self.session.run_torch(None, self.feeds(inputs)) if self.session is not None else []
+        views = self.translated.views(inputs)
         result: list[Any] = []
         for slot in self.translated.outputs:
             if slot.kind == "onnx":
@@ -86,6 +88,8 @@ class OrtGraph:
                 result.append(int(out.reshape(-1)[0]) if slot.as_int else out)
             elif slot.kind == "input":
                 result.append(inputs[slot.index])
+            elif slot.kind == "view":
+                result.append(views[slot.index])
             else:
                 result.append(slot.value)
         return result

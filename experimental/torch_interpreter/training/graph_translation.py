@@ -24,12 +24,14 @@ from ..optimize import optimize_model, run_stage
 from ..metadata import PROVIDERS
 from ..providers import encode as encode_providers
 from ..registry import Registry
+from .view_outputs import ViewOutputs
 
 
 @dataclass
 class Slot:
     """Where one output of the FX graph comes from: ``"onnx"`` (output ``index`` of the model), ``"input"``
-    (input ``index`` of the graph, returned as it is), ``"value"`` (the Python value ``value``)."""
+    (input ``index`` of the graph, returned as it is), ``"view"`` (result ``index`` of the views of inputs replayed
+    by PyTorch, :mod:`.view_outputs`), ``"value"`` (the Python value ``value``)."""
 
     kind: str
     index: int = -1
@@ -48,6 +50,8 @@ class TranslatedGraph:
     outputs: list[Slot] = field(default_factory=list)
     #: the FX node behind each model output (for the messages of verification)
     producers: list[str] = field(default_factory=list)
+    #: the outputs that are views of inputs, replayed by PyTorch
+    views: ViewOutputs = field(default_factory=lambda: ViewOutputs(None, {}))
 
 
 def translate_graph(
@@ -84,10 +88,13 @@ def translate_graph(
     slots: list[Slot] = []
     producers: list[str] = []
     seen: dict[int, int] = {}
-    for value, fx in zip(values, fx_outputs):
+    views = ViewOutputs.of(gm)
+    for position, (value, fx) in enumerate(zip(values, fx_outputs)):
         val = fx.meta.get("val") if isinstance(fx, torch.fx.Node) else fx
         as_int = isinstance(val, torch.SymInt)
-        if not isinstance(value, ir.Value):
+        if position in views.positions:
+            slots.append(Slot("view", views.positions[position]))
+        elif not isinstance(value, ir.Value):
             slots.append(Slot("value", value=value))
         elif id(value) in graph_inputs and not as_int:
             slots.append(Slot("input", graph_inputs[id(value)]))
@@ -102,4 +109,4 @@ def translate_graph(
     model.metadata_props[PROVIDERS] = encode_providers((provider,))
     run_stage(model, "translation")
     optimize_model(model, optimize)
-    return TranslatedGraph(ir.to_proto(model), inputs, slots, producers)
+    return TranslatedGraph(ir.to_proto(model), inputs, slots, producers, views)
