@@ -176,6 +176,25 @@ def test_adaptive_max_pool_not_divisible():
     assert "ReduceMax" in _ops(onx)
 
 
+@pytest.mark.parametrize("output_size", [(3, 2), (4, 1), 2], ids=["3x2", "4x1", "2"])
+def test_adaptive_max_pool_indices_dynamic_spatial(output_size):
+    """The indices over spatial sizes known at run time (training graphs read them): the first maximum of each
+    window in PyTorch's row-major scan, the last NaN where there is one, the first position of a window of -inf."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 7, 5)
+    x[0, 0, :3, :3] = float("-inf")
+    x[0, 1, 1, 1] = float("nan")
+    x[0, 1, 2, 0] = float("nan")
+    x[1, 0] = torch.randint(0, 3, (7, 5)).float()  # ties
+    x2 = torch.randint(0, 4, (1, 3, 10, 6)).float()
+    d = torch.export.Dim.DYNAMIC
+    check_model(Fn(lambda x: F.adaptive_max_pool2d(x, output_size, return_indices=True)), (x,),
+                dynamic_shapes=({0: d, 2: d, 3: d},), more_inputs=[((x2,), None)])
+    x3 = torch.randn(2, 4, 6, 5, 7)
+    check_model(Fn(lambda x: F.adaptive_max_pool3d(x, (2, 3, 2), return_indices=True)), (x3,),
+                dynamic_shapes=({2: d, 3: d, 4: d},))
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float64])
 def test_pool_dtypes(dtype):
     tol = 1e-2 if dtype == torch.float16 else 1e-6

@@ -522,7 +522,8 @@ def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
     """adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
 
     GlobalMaxPool for an output size of 1 without indices, else MaxPool when the sizes divide; over a
-    dynamic spatial axis, the maxima of windows from Range, one axis at a time (no indices).
+    dynamic spatial axis, the maxima of windows from Range, one axis at a time (with the indices: the windows
+    gathered one axis at a time, as below).
     """
     n = len(output_size)
     dtype = ctx.out_dtype
@@ -538,12 +539,8 @@ def aten_adaptive_max_pool(ctx: NodeContext, self: ir.Value, output_size: Ints) 
     dims = spatial_dims(self, n)
     if any(d is None for d in dims):
         out = _static_output(output_size, "adaptive_max_pool")
-        if with_indices:
-            raise NotImplementedError(
-                f"adaptive_max_pool over a dynamic spatial axis (input {ctx.onnx_shape(ctx.arg_val(0))}) with its "
-                "indices: ONNX has no adaptive pooling and the indices of windows of a size known at run time "
-                "only are not supported; make the spatial axes static (Dim.STATIC), or use only the values"
-            )
+        if with_indices:  # the training graphs read them
+            return with_batch(ctx, self, n, lambda x: _dynamic_adaptive_max_windows(ctx, x, out))
         c = kernel_dtype("ReduceMax", dtype)
 
         def reduce(moved: ir.Value, size: int | None, o: int) -> ir.Value:
@@ -579,18 +576,70 @@ def _adaptive_max_windows(ctx: NodeContext, x: ir.Value, dims: list[int], output
     planes = ctx.op("Reshape", ctx.cast(x, c), ctx.op("Concat", batch, ctx.const([-1], INT64), axis=0))
     gathered = ctx.op("Gather", planes, ctx.const(flat), axis=2)  # [N, C, *out, K]
     last = ctx.const([-1], INT64)
-    # the first maximum, as PyTorch: a window of -inf only gives its first position (onnxruntime's CUDA ReduceMax
-    # would give the lowest finite float32: the values are read at the ArgMax instead)
-    arg = ctx.op("ArgMax", gathered, axis=-1, keepdims=1)
-    if c in FLOAT_TYPES:  # ArgMax skips NaN (CPU and CUDA); PyTorch takes each NaN it meets: the window's last
-        nan = ctx.cast(ctx.op("IsNaN", gathered), ir.DataType.UINT8)
-        any_nan = ctx.cast(ctx.op("ReduceMax", nan, last, keepdims=1), BOOL)
-        arg = ctx.op("Where", any_nan, ctx.op("ArgMax", nan, axis=-1, keepdims=1, select_last_index=1), arg)
+    # the values are read at the ArgMax (onnxruntime's CUDA ReduceMax would give the lowest finite float32 for a
+    # window of -inf)
+    arg = _argmax_as_pytorch(ctx, gathered)
     values = ctx.cast(ctx.op("Squeeze", ctx.op("GatherElements", gathered, arg, axis=-1), last), dtype)
     table = ctx.const(flat)
     index = ctx.op("Squeeze", ctx.op("GatherElements", ctx.op("Expand", table, ctx.op("Shape", gathered)), arg,
                                      axis=-1), ctx.const([-1], INT64))
     return values, index
+
+
+def _argmax_as_pytorch(ctx: NodeContext, gathered: ir.Value) -> ir.Value:
+    """The position along the last axis PyTorch's max pooling keeps: the first maximum, the last NaN where there
+    is one (ArgMax skips NaN on the CPU and CUDA; a row of -inf gives its first position)."""
+    arg = ctx.op("ArgMax", gathered, axis=-1, keepdims=1)
+    if gathered.dtype in FLOAT_TYPES:
+        nan = ctx.cast(ctx.op("IsNaN", gathered), ir.DataType.UINT8)
+        any_nan = ctx.cast(ctx.op("ReduceMax", nan, ctx.const([-1], INT64), keepdims=1), BOOL)
+        arg = ctx.op("Where", any_nan, ctx.op("ArgMax", nan, axis=-1, keepdims=1, select_last_index=1), arg)
+    return arg
+
+
+def _dynamic_adaptive_max_windows(ctx: NodeContext, x: ir.Value, output_size: list[int]) -> tuple[ir.Value, ir.Value]:
+    """Adaptive max pooling with indices over spatial sizes known at run time, one axis at a time from the last:
+    each window gathered (``[start, end)`` from Range, padded by repeating its last position), its maximum taken as
+    PyTorch takes it, and the flat index built from the position on this axis and the one kept on the axes after.
+    Row by row then across rows, the first maximum is the first in PyTorch's row-major scan, the last NaN its
+    last."""
+    n = len(output_size)
+    dtype = ctx.out_dtype
+    values = ctx.cast(x, kernel_dtype("ReduceMax", dtype))
+    flat: ir.Value | None = None
+    stride: ir.Value | int = 1
+    one, last = ctx.const(1, INT64), ctx.const([-1], INT64)
+    for i in reversed(range(n)):
+        axis = 2 + i
+        perm = [a for a in range(n + 2) if a != axis] + [axis]
+        back = [perm.index(a) for a in range(n + 2)]
+        moved = ctx.op("Transpose", values, perm=perm) if axis != n + 1 else values
+        size = ctx.op("Squeeze", ctx.op("Shape", moved, start=-1), ctx.const([0], INT64))
+        out = output_size[i]
+        o = ctx.const(np.arange(out, dtype=np.int64).reshape(out, 1))
+        start = ctx.op("Div", ctx.op("Mul", o, size), ctx.const(out, INT64))
+        end = ctx.op("Div", ctx.op("Add", ctx.op("Mul", ctx.op("Add", o, one), size), ctx.const(out - 1, INT64)),
+                     ctx.const(out, INT64))
+        longest = ctx.op("ReduceMax", ctx.op("Sub", end, start), keepdims=0)
+        index = ctx.op("Min", ctx.op("Add", start, ctx.op("Range", ctx.const(0, INT64), longest, one)),
+                       ctx.op("Sub", end, one))  # [out, K]
+        gathered = ctx.op("Gather", moved, index, axis=-1)  # [..., out, K]
+        arg = _argmax_as_pytorch(ctx, gathered)
+        values = ctx.op("Squeeze", ctx.op("GatherElements", gathered, arg, axis=-1), last)
+        shape = ctx.op("Shape", gathered)
+        position = ctx.op("Squeeze", ctx.op("GatherElements", ctx.op("Expand", index, shape), arg, axis=-1), last)
+        if flat is None:
+            flat = position
+        else:
+            moved_flat = ctx.op("Transpose", flat, perm=perm) if axis != n + 1 else flat
+            kept = ctx.op("Gather", moved_flat, index, axis=-1)  # the inner flat index of each candidate
+            kept = ctx.op("Squeeze", ctx.op("GatherElements", kept, arg, axis=-1), last)
+            flat = ctx.op("Add", ctx.op("Mul", position, stride), kept)
+        stride = size if isinstance(stride, int) else ctx.op("Mul", stride, size)
+        if axis != n + 1:
+            values = ctx.op("Transpose", values, perm=back)
+            flat = ctx.op("Transpose", flat, perm=back)
+    return ctx.cast(values, dtype), flat
 
 
 @register("aten::max_unpool2d.default")
