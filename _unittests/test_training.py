@@ -419,3 +419,46 @@ def test_outputs_viewing_inputs_have_eager_strides(dynamic):
     sum((o * (i + 1)).sum() for i, o in enumerate(expected)).backward()
     torch.testing.assert_close(leaf.grad, expected_leaf.grad)
     assert all(g["runs_in"] == "onnxruntime" for g in backend.graphs), backend.graphs
+
+
+class _GradOfOneInput(torch.autograd.Function):
+    """``x * 2`` that also takes ``y`` (requiring grad) and returns None as its gradient (Phi-MoE's router does)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2, None
+
+
+class _NoneGradient(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4))
+        self.v = torch.nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        out = _GradOfOneInput.apply(x * self.w, self.v)
+        return out.sum() + (self.v * 0).sum(), torch.arange(4.0) * 2  # a constant output beside the PythonOp
+
+
+def test_function_returning_none_gradient_and_constant_output():
+    """The PythonOpGrad of a Function whose backward returns None for a tensor input gives zeros (the backward graph
+    reads a tensor there: KeyError before), and a graph with PythonOp nodes returns a folded constant output."""
+    torch.manual_seed(0)
+    model = _NoneGradient()
+    x = torch.randn(3, 4)
+    backend = _backend()
+    compiled = torch.compile(copy.deepcopy(model), backend=backend)
+    loss, constant = compiled(x)
+    loss.backward()
+    expected_model = copy.deepcopy(model)
+    expected_loss, expected_constant = expected_model(x)
+    expected_loss.backward()
+    torch.testing.assert_close(loss, expected_loss)
+    torch.testing.assert_close(constant, expected_constant)
+    for (name, p), (_, e) in zip(compiled.named_parameters(), expected_model.named_parameters()):
+        torch.testing.assert_close(p.grad, e.grad, msg=name)
+    assert [g["runs_in"] for g in backend.graphs] == ["onnxruntime", "onnxruntime"], backend.graphs

@@ -104,7 +104,8 @@ def unaliased(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -
 
 def run_backward(handle: torch.Tensor | int, grads: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
     """Calls the ``backward`` of the context ``handle`` once with ``grads`` (one per output, None for an output
-    without gradient) and frees it; returns one gradient per tensor argument of the forward (None where none).
+    without gradient) and frees it; returns one gradient per tensor argument of the forward (zeros for one the
+    outputs do not depend on, None for an argument that is not a tensor).
 
     >>> run_backward(10**12, [])
     Traceback (most recent call last):
@@ -126,9 +127,16 @@ def run_backward(handle: torch.Tensor | int, grads: Sequence[torch.Tensor | None
     pairs = [(o, g) for o, g in zip(record.outputs, grads) if o.requires_grad and g is not None]
     wanted = [t for t in record.inputs if t is not None]
     if not pairs or not wanted:
-        return [None] * len(record.inputs)
-    with torch.enable_grad():
-        computed = iter(
-            torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs], allow_unused=True)
-        )
-    return [next(computed) if t is not None else None for t in record.inputs]
+        computed = iter([None] * len(wanted))
+    else:
+        with torch.enable_grad():
+            computed = iter(
+                torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs], allow_unused=True)
+            )
+    # an input the outputs do not depend on (the Function's backward returned None for it) gets zeros, as autograd
+    # gives it: the backward graph reads a tensor there
+    return [_or_zeros(next(computed), t) if t is not None else None for t in record.inputs]
+
+
+def _or_zeros(grad: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(like) if grad is None else grad
