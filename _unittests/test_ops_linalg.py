@@ -224,3 +224,51 @@ def test_norm_and_cdist_dynamic():
         more_inputs=[((r(6, 3), r(2, 3)), None)],
         **TOL,
     )
+
+
+def _triangular(n, batch=(), dtype=torch.float32, seed=0):
+    """A well-conditioned triangular-ish matrix (both triangles filled: the solver must read only one)."""
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(*batch, n, n, generator=gen) * 0.3
+    a = a + torch.eye(n) * (2.0 + torch.rand(n, generator=gen))
+    return a.to(dtype)
+
+
+@pytest.mark.parametrize("upper", [False, True], ids=["lower", "upper"])
+@pytest.mark.parametrize("left", [True, False], ids=["left", "right"])
+@pytest.mark.parametrize("unit", [False, True], ids=["diag", "unit"])
+def test_solve_triangular(upper, left, unit):
+    a = _triangular(7, (2,))
+    b = torch.randn(2, 7, 3) if left else torch.randn(2, 3, 7)
+    check_model(Fn(lambda a, b: torch.linalg.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit)),
+                (a, b), atol=1e-5, rtol=1e-4)
+
+
+def test_solve_triangular_broadcast_sizes_and_types():
+    """Batch axes broadcast both ways, a chunk of 64 rows (Qwen3.5's gated delta rule), float64 (PyTorch's CPU has
+    no float16 solve)."""
+    a, b = _triangular(5, (3, 1)), torch.randn(2, 5, 4)
+    check_model(Fn(lambda a, b: torch.linalg.solve_triangular(a, b, upper=False)), (a, b), atol=1e-5, rtol=1e-4)
+    a, b = _triangular(5), torch.randn(3, 5, 2)
+    check_model(Fn(lambda a, b: torch.linalg.solve_triangular(a, b, upper=True)), (a, b), atol=1e-5, rtol=1e-4)
+    a, b = _triangular(64, (2,)), torch.randn(2, 64, 16)
+    check_model(Fn(lambda a, b: torch.linalg.solve_triangular(a, b, upper=False, unitriangular=True)), (a, b),
+                atol=1e-4, rtol=1e-4)
+    a, b = _triangular(6, dtype=torch.float64), torch.randn(6, 2, dtype=torch.float64)
+    check_model(Fn(lambda a, b: torch.linalg.solve_triangular(a, b, upper=False)), (a, b), atol=1e-12, rtol=1e-12)
+
+
+def test_solve_triangular_gradient():
+    """Its backward graph solves triangular systems too (AOTAutograd's formula), checked through autograd."""
+    from experimental.torch_interpreter.training import OrtBackend
+
+    a, b = _triangular(6, (2,)), torch.randn(2, 6, 3)
+    leaves = [t.clone().requires_grad_() for t in (a, b)]
+    expected = torch.autograd.grad(torch.linalg.solve_triangular(*leaves, upper=False).square().sum(), leaves)
+    backend = OrtBackend(providers="cpu", fallback="raise")
+    fn = torch.compile(lambda a, b: torch.linalg.solve_triangular(a, b, upper=False), backend=backend)
+    leaves = [t.clone().requires_grad_() for t in (a, b)]
+    got = torch.autograd.grad(fn(*leaves).square().sum(), leaves)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
+    assert [g["runs_in"] for g in backend.graphs] == ["onnxruntime", "onnxruntime"]

@@ -40,6 +40,7 @@ from . import (  # noqa: F401
     rnn,
     sampling,
     sort,
+    triangular_solve,
     special,
     symbolic,
     views,
