@@ -356,3 +356,14 @@ def test_native_dropout_dynamic_and_rank():
     onx = to_onnx(Fn(lambda x: A.native_dropout.default(x, 0.0, True)), (rand(4, 3),), dynamic_shapes=({0: "batch"},))
     out, mask = _run(onx, (x[:, :, 0],))
     assert mask.shape == (7, 3) and mask.all() and (out == x[:, :, 0].numpy()).all()
+
+
+def test_slice_backward_after_a_transpose_of_rank_8():
+    """The Pad of slice_backward lists an amount for every axis: with an ``axes`` input, onnxruntime's transpose
+    optimizer permuted its two amounts as eight and failed at run time (a Gather out of bounds; Mamba's backward)."""
+    g = torch.randn(2, 2, 1, 1, 3, 2, 1, 2)
+    perm = (1, 0, 2, 3, 5, 4, 6, 7)
+    check_model(
+        Fn(lambda g: A.slice_backward.default(g.permute(*perm), [2, 2, 1, 1, 2, 3, 1, 9], 7, 0, 2, 1).permute(*perm) * 2),
+        (g,),
+    )

@@ -52,8 +52,12 @@ def _dynamic_pad(ctx: NodeContext, self: ir.Value, pad: Sequence[Any], mode: str
             f"{mode!r} padding needs static amounts, got {list(pad)}; only constant padding takes dynamic ones"
         )
     rank = ctx.rank(self)
-    axes = [rank - 1 - i for i in range(len(pad) // 2)]
-    amounts = ctx.int64s([*pad[0::2], *pad[1::2]])
+    begins: list[Any] = [0] * rank
+    ends: list[Any] = [0] * rank
+    for i in range(len(pad) // 2):  # pad lists the last axis first
+        begins[rank - 1 - i], ends[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    # amounts for every axis, no ``axes`` input (onnxruntime's transpose optimizer mishandles it)
+    amounts = ctx.int64s([*begins, *ends])
     dtype = self.dtype
     fill = 0 if value is None else value
     if dtype == BOOL:
@@ -61,7 +65,7 @@ def _dynamic_pad(ctx: NodeContext, self: ir.Value, pad: Sequence[Any], mode: str
     elif not dtype.is_floating_point():
         fill = int(fill)
     wide = widen(ctx, self, "Pad")
-    out = ctx.op("Pad", wide, amounts, ctx.const(fill, wide.dtype), ctx.const(axes, INT64), mode="constant")
+    out = ctx.op("Pad", wide, amounts, ctx.const(fill, wide.dtype), mode="constant")
     return ctx.cast(out, dtype)
 
 
