@@ -190,7 +190,10 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         "into an empty slice (onnxruntime's optimizer drops an ``Expand`` of 1 to 0 elements), ``floor_divide``",
         "zeros of the wrong sign (PyTorch's ``copysign(0, a / b)``), an index computed from float16 arithmetic",
         "(``(x.abs() * 7).long() % 6``: 4 in PyTorch, 3 in onnxruntime, which truncated the unrounded float32",
-        "product).",
+        "product). Found since, and exact now: floor division of float32 quotients from 2**22 on (the graph",
+        "rounded a ``k + 0.5`` to even where PyTorch floors it) and of float16 and bfloat16 values (PyTorch's CPU",
+        "kernel rounds each step to the type), ``cumprod`` meeting a NaN or an infinity after a zero (it stayed 0;",
+        "the training programs found it).",
         "",
     ]
     if unsupported:
