@@ -128,6 +128,15 @@ def operator_ne(ctx: NodeContext, a: Any, b: Any) -> Any:
     return ctx.op("Not", _int_binary(ctx, "Equal", a, b, operator.eq))
 
 
+@register("torch::sym_sum")
+def torch_sym_sum(ctx: NodeContext, args: Any) -> Any:
+    """sym_sum(list of SymInts): their sum (an int when all are static)."""
+    total: Any = 0
+    for a in args:
+        total = _int_binary(ctx, "Add", total, a, operator.add)
+    return total
+
+
 @register("operator::neg")
 def operator_neg(ctx: NodeContext, a: Any) -> Any:
     return -a if not isinstance(a, ir.Value) else ctx.op("Neg", a)
