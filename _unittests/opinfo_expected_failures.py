@@ -89,7 +89,6 @@ EXPECTED_FAILURES: dict[str, str | None] = {
     "linalg.inv_ex": "no converter: aten::linalg_inv_ex.default (a matrix decomposition, solve or inverse: ONNX has no such op)",
     "linalg.solve": "no converter: aten::linalg_solve.default (a matrix decomposition, solve or inverse: ONNX has no such op)",
     "linalg.solve_ex": "no converter: aten::linalg_solve_ex.default (a matrix decomposition, solve or inverse: ONNX has no such op)",
-    "linalg.solve_triangular": "no converter: aten::linalg_solve_triangular.default (a matrix decomposition, solve or inverse: ONNX has no such op)",
     "linalg.matrix_rank": "no converter: aten::linalg_matrix_rank.atol_rtol_tensor (a matrix decomposition, solve or inverse: ONNX has no such op)",
     "linalg.matrix_rank.hermitian": "no converter: aten::linalg_matrix_rank.atol_rtol_tensor (a matrix decomposition, solve or inverse: ONNX has no such op)",
     "linalg.pinv": "no converter: aten::linalg_pinv.atol_rtol_tensor (a matrix decomposition, solve or inverse: ONNX has no such op)",

@@ -1,7 +1,7 @@
 """Random programs (``fuzz_programs.py``) trained one step through the ``torch.compile`` backend
 (``fuzz_training.py``): outputs, loss and every input gradient against eager PyTorch.
 
-A bounded derandomized run (60 programs drawn by hypothesis, about 20 s) and the seeds of the long run
+A bounded derandomized run (30 programs drawn by hypothesis, about 20 s) and the seeds of the long run
 (``python benchmarks/fuzz.py --training --n 2000``) that showed a difference or a fallback, each fixed.
 """
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(
-    max_examples=60,
+    max_examples=30,
     deadline=None,
     derandomize=True,
     database=None,

@@ -217,8 +217,9 @@ def training_summary(results: list[tuple[int, list[str], Outcome]], seed: int, e
         _table(["outcome", "programs"], [[f"``{k}``", str(counts[k])] for k in TRAINING_OUTCOMES if counts[k]]),
         "",
     ]
-    if shown:
-        out += [".. code-block:: text", ""] + [f"    {o.kind} seed={s}: {o.detail[:160]}" for s, o in shown] + [""]
+    if shown:  # the block ends with an empty line: text may follow it
+        out += [".. code-block:: text", ""] + [f"    {o.kind} seed={s}: {o.detail[:160].rstrip()}" for s, o in shown]
+        out += [""]
     return "\n".join(out)
 
 
