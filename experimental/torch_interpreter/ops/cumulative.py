@@ -21,6 +21,7 @@ from ._common import (
     kernel_op,
     normalize_dim,
     opmath_dtype,
+    slice_axis,
     static_dim,
 )
 
@@ -102,10 +103,6 @@ def aten_cumprod(ctx: NodeContext, self: ir.Value, dim: int, *, dtype: Any = Non
     return ctx.cast(out, out_dtype)
 
 
-def _slice(ctx: NodeContext, x: ir.Value, axis: int, start: int, end: int) -> ir.Value:
-    return ctx.op("Slice", x, ctx.const([start], INT64), ctx.const([end], INT64), ctx.const([axis], INT64))
-
-
 _END = 2**62
 
 
@@ -129,7 +126,7 @@ def aten_diff(
     parts = [t for t in (prepend, self, append) if t is not None]
     x = ctx.op("Concat", *[ctx.cast(t, dtype) for t in parts], axis=axis) if len(parts) > 1 else self
     for _ in range(n):
-        tail, head = _slice(ctx, x, axis, 1, _END), _slice(ctx, x, axis, 0, -1)
+        tail, head = slice_axis(ctx, x, axis, 1, _END), slice_axis(ctx, x, axis, 0, -1)
         x = ctx.op("Xor", tail, head) if dtype == BOOL else kernel_op(ctx, "Sub", tail, head, dtype=dtype)
     return x
 
@@ -140,11 +137,11 @@ def _trapezoid_parts(ctx: NodeContext, y: ir.Value, x: Any, dim: int) -> tuple[i
     c = opmath_dtype(dtype)
     axis = normalize_dim(dim, ctx.rank(y))
     yc = ctx.cast(y, c)
-    mid = ctx.op("Mul", ctx.op("Add", _slice(ctx, yc, axis, 1, _END), _slice(ctx, yc, axis, 0, -1)), ctx.const(0.5, c))
+    mid = ctx.op("Mul", ctx.op("Add", slice_axis(ctx, yc, axis, 1, _END), slice_axis(ctx, yc, axis, 0, -1)), ctx.const(0.5, c))
     if isinstance(x, ir.Value):
         xc = ctx.cast(x, c)
         xaxis = normalize_dim(dim, ctx.rank(x)) if ctx.rank(x) > 1 else 0
-        dx = ctx.op("Sub", _slice(ctx, xc, xaxis, 1, _END), _slice(ctx, xc, xaxis, 0, -1))
+        dx = ctx.op("Sub", slice_axis(ctx, xc, xaxis, 1, _END), slice_axis(ctx, xc, xaxis, 0, -1))
         if ctx.rank(x) == 1 and ctx.rank(y) > 1:  # positions along dim only
             shape = [1] * ctx.rank(y)
             shape[axis] = -1
@@ -190,14 +187,14 @@ def _gradient(
         axis = normalize_dim(d, rank)
 
         def part(start: int, end: int, axis: int = axis) -> ir.Value:
-            return _slice(ctx, x, axis, start, end)
+            return slice_axis(ctx, x, axis, start, end)
 
         if isinstance(h, ir.Value):  # coordinates along the axis
             shape = [1] * rank
             shape[axis] = -1
             hx = ctx.cast(h, c)
-            dx = ctx.op("Sub", _slice(ctx, hx, 0, 1, _END), _slice(ctx, hx, 0, 0, -1))
-            dx1, dx2 = _slice(ctx, dx, 0, 0, -1), _slice(ctx, dx, 0, 1, _END)
+            dx = ctx.op("Sub", slice_axis(ctx, hx, 0, 1, _END), slice_axis(ctx, hx, 0, 0, -1))
+            dx1, dx2 = slice_axis(ctx, dx, 0, 0, -1), slice_axis(ctx, dx, 0, 1, _END)
             total = ctx.op("Add", dx1, dx2)
 
             def along(v: ir.Value, shape: list[int] = shape) -> ir.Value:
@@ -208,12 +205,12 @@ def _gradient(
             cc = along(ctx.op("Div", dx1, ctx.op("Mul", dx2, total)))
             center = ctx.op("Add", ctx.op("Add", ctx.op("Mul", a, part(0, -2)), ctx.op("Mul", b, part(1, -1))),
                             ctx.op("Mul", cc, part(2, _END)))
-            d0, dl = along(_slice(ctx, dx, 0, 0, 1)), along(_slice(ctx, dx, 0, -1, _END))
+            d0, dl = along(slice_axis(ctx, dx, 0, 0, 1)), along(slice_axis(ctx, dx, 0, -1, _END))
             if edge_order == 1:
                 head = ctx.op("Div", ctx.op("Sub", part(1, 2), part(0, 1)), d0)
                 tail = ctx.op("Div", ctx.op("Sub", part(-1, _END), part(-2, -1)), dl)
             else:
-                d1, dm = along(_slice(ctx, dx, 0, 1, 2)), along(_slice(ctx, dx, 0, -2, -1))
+                d1, dm = along(slice_axis(ctx, dx, 0, 1, 2)), along(slice_axis(ctx, dx, 0, -2, -1))
 
                 def mul(*vs: ir.Value) -> ir.Value:
                     out_ = vs[0]

@@ -15,44 +15,29 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import INT64, dim_of, int_op, opmath_dtype
+from ._common import INT64, dim_of, int_op, opmath_dtype, pad_axis, slice_axis
 
 _END = 2**62
-
-
-def _slice(ctx: NodeContext, x: ir.Value, axis: int, start: int, end: int, step: int = 1) -> ir.Value:
-    return ctx.op(
-        "Slice", x, ctx.const([start], INT64), ctx.const([end], INT64), ctx.const([axis], INT64),
-        ctx.const([step], INT64),
-    )
-
-
-def _placed(ctx: NodeContext, part: ir.Value, axis: int, rank: int, before: int | ir.Value,
-            after: int | ir.Value) -> ir.Value:
-    """``part`` with ``before`` and ``after`` zeros along ``axis``."""
-    pads: list[int | ir.Value] = [0] * (2 * rank)
-    pads[axis], pads[rank + axis] = before, after
-    return ctx.op("Pad", part, ctx.int64s(pads))
 
 
 def _axis_backward(ctx: NodeContext, g: ir.Value, axis: int, rank: int, size: int | ir.Value,
                    left: int, right: int, reflect: bool) -> ir.Value:
     """The gradient of one padded axis (of ``size`` elements before padding) from ``g`` along it."""
-    grad = _slice(ctx, g, axis, left, -right if right else _END)
+    grad = slice_axis(ctx, g, axis, left, -right if right else _END)
     if left:
         if reflect:  # output j < left copied input left - j: mirrored, it lands on 1 .. left
-            part = _slice(ctx, g, axis, left - 1, -_END, -1)
-            grad = ctx.op("Add", _placed(ctx, part, axis, rank, 1, int_op(ctx, "Sub", size, left + 1)), grad)
+            part = slice_axis(ctx, g, axis, left - 1, -_END, -1)
+            grad = ctx.op("Add", pad_axis(ctx, part, rank, axis, 1, int_op(ctx, "Sub", size, left + 1)), grad)
         else:  # every left position copied input 0
-            part = ctx.op("ReduceSum", _slice(ctx, g, axis, 0, left), ctx.const([axis], INT64), keepdims=1)
-            grad = ctx.op("Add", _placed(ctx, part, axis, rank, 0, int_op(ctx, "Sub", size, 1)), grad)
+            part = ctx.op("ReduceSum", slice_axis(ctx, g, axis, 0, left), ctx.const([axis], INT64), keepdims=1)
+            grad = ctx.op("Add", pad_axis(ctx, part, rank, axis, 0, int_op(ctx, "Sub", size, 1)), grad)
     if right:
         if reflect:  # output size + left + t copied input size - 2 - t: mirrored, it lands on size-1-right .. size-2
-            part = _slice(ctx, g, axis, -1, -right - 1, -1)
-            grad = ctx.op("Add", grad, _placed(ctx, part, axis, rank, int_op(ctx, "Sub", size, right + 1), 1))
+            part = slice_axis(ctx, g, axis, -1, -right - 1, -1)
+            grad = ctx.op("Add", grad, pad_axis(ctx, part, rank, axis, int_op(ctx, "Sub", size, right + 1), 1))
         else:
-            part = ctx.op("ReduceSum", _slice(ctx, g, axis, -right, _END), ctx.const([axis], INT64), keepdims=1)
-            grad = ctx.op("Add", grad, _placed(ctx, part, axis, rank, int_op(ctx, "Sub", size, 1), 0))
+            part = ctx.op("ReduceSum", slice_axis(ctx, g, axis, -right, _END), ctx.const([axis], INT64), keepdims=1)
+            grad = ctx.op("Add", grad, pad_axis(ctx, part, rank, axis, int_op(ctx, "Sub", size, 1), 0))
     return grad
 
 

@@ -16,11 +16,7 @@ import onnx_ir as ir
 
 from ..context import NodeContext
 from ..registry import register
-from ._common import INT64, opmath_dtype, static_shape
-
-
-def _rows(ctx: NodeContext, x: ir.Value, start: int, end: int) -> ir.Value:
-    return ctx.op("Slice", x, ctx.const([start], INT64), ctx.const([end], INT64), ctx.const([-2], INT64))
+from ._common import INT64, opmath_dtype, slice_axis, static_shape
 
 
 def _block(ctx: NodeContext, a: ir.Value, rows: tuple[int, int], cols: tuple[int, int]) -> ir.Value:
@@ -37,7 +33,7 @@ def _solve(ctx: NodeContext, a: ir.Value, b: ir.Value, lo: int, hi: int, upper: 
             return b
         return ctx.op("Div", b, _block(ctx, a, (lo, hi), (lo, hi)))
     mid = (lo + hi) // 2
-    first, second = _rows(ctx, b, 0, mid - lo), _rows(ctx, b, mid - lo, hi - lo)
+    first, second = slice_axis(ctx, b, -2, 0, mid - lo), slice_axis(ctx, b, -2, mid - lo, hi - lo)
     if not upper:
         x1 = _solve(ctx, a, first, lo, mid, upper, unit)
         rest = ctx.op("Sub", second, ctx.op("MatMul", _block(ctx, a, (mid, hi), (lo, mid)), x1))

@@ -26,27 +26,12 @@ from ._common import (
     int_op,
     normalize_dim,
     opmath_dtype,
+    pad_axis,
     scatter_elements,
     static_ints,
     unsqueeze_axes,
     where_typed,
-    widen,
 )
-
-
-def _pad_axis(
-    ctx: NodeContext, x: ir.Value, rank: int, axis: int, before: int | ir.Value, after: int | ir.Value
-) -> ir.Value:
-    """``x`` (of rank ``rank``) with ``before`` zeros in front of axis ``axis`` and ``after`` behind it (ints or 0-D
-    INT64 values; a negative amount crops)."""
-    if isinstance(before, int) and isinstance(after, int) and before == after == 0:
-        return x
-    wide = widen(ctx, x, "Pad")
-    pads: list[int | ir.Value] = [0] * (2 * rank)
-    pads[axis], pads[rank + axis] = before, after
-    # amounts for every axis, no ``axes`` input: onnxruntime's transpose optimizer permutes a Pad's amounts as if
-    # they covered every axis (a Gather out of bounds at run time after a Transpose, Mamba's backward)
-    return ctx.cast(ctx.op("Pad", wide, ctx.int64s(pads)), x.dtype)
 
 
 def _slice_start(ctx: NodeContext, start: int | ir.Value | None, size: int | ir.Value) -> int | ir.Value:
@@ -79,7 +64,7 @@ def aten_select_backward(
     if not (isinstance(index, int) and index >= 0):
         index = int_op(ctx, "Mod", index, size)
     x = unsqueeze_axes(ctx, grad_output, [axis])
-    return _pad_axis(ctx, x, len(input_sizes), axis, index, int_op(ctx, "Sub", int_op(ctx, "Sub", size, index), 1))
+    return pad_axis(ctx, x, len(input_sizes), axis, index, int_op(ctx, "Sub", int_op(ctx, "Sub", size, index), 1))
 
 
 @register("aten::slice_backward.default")
@@ -108,10 +93,10 @@ def aten_slice_backward(
     taken = int_op(ctx, "Mul", n, step)
     x = grad_output
     if step > 1:
-        x = _pad_axis(ctx, unsqueeze_axes(ctx, x, [axis + 1]), len(input_sizes) + 1, axis + 1, 0, step - 1)
+        x = pad_axis(ctx, unsqueeze_axes(ctx, x, [axis + 1]), len(input_sizes) + 1, axis + 1, 0, step - 1)
         merged = [*dims_of(ctx, grad_output, 0, axis), taken, *dims_of(ctx, grad_output, axis + 1)]
         x = ctx.op("Reshape", x, concat_shape(ctx, merged))
-    return _pad_axis(ctx, x, len(input_sizes), axis, begin, int_op(ctx, "Sub", int_op(ctx, "Sub", size, begin), taken))
+    return pad_axis(ctx, x, len(input_sizes), axis, begin, int_op(ctx, "Sub", int_op(ctx, "Sub", size, begin), taken))
 
 
 @register("aten::diagonal_backward.default")

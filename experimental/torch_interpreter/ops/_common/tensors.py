@@ -224,3 +224,19 @@ def where_typed(ctx: NodeContext, cond: ir.Value, a: ir.Value, b: ir.Value) -> i
     dtype = a.dtype
     out = ctx.op("Where", ctx.cast(cond, BOOL), widen(ctx, a, "Where"), widen(ctx, ctx.cast(b, dtype), "Where"))
     return ctx.cast(out, dtype)
+
+
+def pad_axis(
+    ctx: NodeContext, x: ir.Value, rank: int, axis: int, before: int | ir.Value, after: int | ir.Value
+) -> ir.Value:
+    """``x`` (of rank ``rank``) with ``before`` zeros in front of axis ``axis`` and ``after`` behind it (ints or 0-D
+    INT64 values; a negative amount crops).
+
+    The amounts cover every axis, without the ``axes`` input: onnxruntime's transpose optimizer permutes a Pad's
+    amounts as if they covered every axis (a Gather out of bounds at run time after a Transpose).
+    """
+    if isinstance(before, int) and isinstance(after, int) and before == after == 0:
+        return x
+    pads: list[int | ir.Value] = [0] * (2 * rank)
+    pads[axis], pads[rank + axis] = before, after
+    return ctx.cast(ctx.op("Pad", widen(ctx, x, "Pad"), ctx.int64s(pads)), x.dtype)
