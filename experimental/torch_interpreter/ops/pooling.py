@@ -18,19 +18,21 @@ from ..dtypes import FLOAT_TYPES
 from ..registry import register
 from ._common import (
     BOOL,
-    adaptive_windows,
-    separable,
-    unpool,
     FLOAT,
     INT64,
     Ints,
+    adaptive_bounds,
+    adaptive_run_time_bounds,
+    adaptive_windows,
     extremum_as_pytorch,
     filled,
     kernel_dtype,
     kernel_op,
     opmath_dtype,
+    separable,
     spatial_dims,
     spatial_ints,
+    unpool,
     uses_output,
     with_batch,
 )
@@ -427,7 +429,7 @@ def _window_means(ctx: NodeContext, x: ir.Value, size: int, out: int) -> ir.Valu
     """Means of PyTorch's adaptive windows ``[floor(i*size/out), ceil((i+1)*size/out))`` along the last axis
     of ``x``: each window gathered (padded to the longest), padding replaced by 0, summed, divided by its
     length. A product by an averaging matrix would let an inf or NaN leak into other windows (inf * 0)."""
-    bounds = [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+    bounds = adaptive_bounds(size, out)
     k = max(e - s for s, e in bounds)
     index = np.array([[min(s + j, e - 1) for j in range(k)] for s, e in bounds], dtype=np.int64)
     valid = np.array([[s + j < e for j in range(k)] for s, e in bounds])
@@ -559,7 +561,7 @@ def _adaptive_max_windows(ctx: NodeContext, x: ir.Value, dims: list[int], output
     window holds one) and the value there."""
     windows = []
     for size, out in zip(dims, output_size):
-        bounds = [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+        bounds = adaptive_bounds(size, out)
         k = max(e - s for s, e in bounds)
         windows.append(np.array([[min(s + j, e - 1) for j in range(k)] for s, e in bounds], dtype=np.int64))
     n = len(dims)
@@ -616,10 +618,7 @@ def _dynamic_adaptive_max_windows(ctx: NodeContext, x: ir.Value, output_size: li
         moved = ctx.op("Transpose", values, perm=perm) if axis != n + 1 else values
         size = ctx.op("Squeeze", ctx.op("Shape", moved, start=-1), ctx.const([0], INT64))
         out = output_size[i]
-        o = ctx.const(np.arange(out, dtype=np.int64).reshape(out, 1))
-        start = ctx.op("Div", ctx.op("Mul", o, size), ctx.const(out, INT64))
-        end = ctx.op("Div", ctx.op("Add", ctx.op("Mul", ctx.op("Add", o, one), size), ctx.const(out - 1, INT64)),
-                     ctx.const(out, INT64))
+        start, end = adaptive_run_time_bounds(ctx, size, out)
         longest = ctx.op("ReduceMax", ctx.op("Sub", end, start), keepdims=0)
         index = ctx.op("Min", ctx.op("Add", start, ctx.op("Range", ctx.const(0, INT64), longest, one)),
                        ctx.op("Sub", end, one))  # [out, K]

@@ -16,20 +16,31 @@ from .tensors import scatter_elements
 from .types import INT64
 
 
-def adaptive_windows(ctx: NodeContext, size: int | ir.Value, out: int) -> tuple[ir.Value, ir.Value]:
-    """PyTorch's adaptive windows ``[floor(i*size/out), ceil((i+1)*size/out))`` along an axis of ``size``
-    elements: ``(mask [out, size], lengths [out])``, constants when ``size`` is an int, else from Range and
-    comparisons."""
-    if isinstance(size, int):
-        bounds = [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
-        mask = np.array([[s <= j < e for j in range(size)] for s, e in bounds])
-        return ctx.const(mask), ctx.const(np.array([e - s for s, e in bounds], dtype=np.int64))
-    one = ctx.const(1, INT64)
+def adaptive_bounds(size: int, out: int) -> list[tuple[int, int]]:
+    """PyTorch's adaptive windows ``[floor(i*size/out), ceil((i+1)*size/out))`` along an axis of ``size`` elements."""
+    return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+
+
+def adaptive_run_time_bounds(ctx: NodeContext, size: ir.Value, out: int) -> tuple[ir.Value, ir.Value]:
+    """:func:`adaptive_bounds` of an axis whose ``size`` (0-D INT64) is known at run time only: ``(start, end)``,
+    each ``[out, 1]``."""
     i = ctx.const(np.arange(out, dtype=np.int64).reshape(out, 1))
     o = ctx.const(out, INT64)
     start = ctx.op("Div", ctx.op("Mul", i, size), o)
-    end = ctx.op("Div", ctx.op("Add", ctx.op("Mul", ctx.op("Add", i, one), size), ctx.const(out - 1, INT64)), o)
-    j = ctx.op("Range", ctx.const(0, INT64), size, one)  # [size]
+    end = ctx.op("Div", ctx.op("Add", ctx.op("Mul", ctx.op("Add", i, ctx.const(1, INT64)), size),
+                              ctx.const(out - 1, INT64)), o)
+    return start, end
+
+
+def adaptive_windows(ctx: NodeContext, size: int | ir.Value, out: int) -> tuple[ir.Value, ir.Value]:
+    """The adaptive windows along an axis of ``size`` elements: ``(mask [out, size], lengths [out])``, constants
+    when ``size`` is an int, else from Range and comparisons."""
+    if isinstance(size, int):
+        bounds = adaptive_bounds(size, out)
+        mask = np.array([[s <= j < e for j in range(size)] for s, e in bounds])
+        return ctx.const(mask), ctx.const(np.array([e - s for s, e in bounds], dtype=np.int64))
+    start, end = adaptive_run_time_bounds(ctx, size, out)
+    j = ctx.op("Range", ctx.const(0, INT64), size, ctx.const(1, INT64))  # [size]
     mask = ctx.op("And", ctx.op("GreaterOrEqual", j, start), ctx.op("Less", j, end))  # [out, size]
     lengths = ctx.op("Squeeze", ctx.op("Sub", end, start), ctx.const([1], INT64))
     return mask, lengths
