@@ -17,6 +17,17 @@ from ..registry import register
 from ._common import INT64, kernel_dtype
 
 
+def _group_bounds(ctx: NodeContext, offs: ir.Value, groups: int) -> list[tuple[ir.Value, ir.Value]]:
+    """The rows ``[start, end)`` of each group (1-D INT64 values): ``offs[g - 1]`` (0 for the first) to ``offs[g]``."""
+    ends = ctx.op("Cast", offs, to=INT64)
+    bounds, start = [], ctx.const([0], INT64)
+    for g in range(groups):
+        end = ctx.op("Slice", ends, ctx.const([g], INT64), ctx.const([g + 1], INT64))
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
 def _grouped_rows_matmul(
     ctx: NodeContext, rows: ir.Value, weight: ir.Value, offs: ir.Value, bias: ir.Value | None, what: str
 ) -> ir.Value:
@@ -34,21 +45,19 @@ def _grouped_rows_matmul(
     bias = None if bias is None else ctx.cast(bias, compute)
     zero = ctx.const([0], INT64)
     axis0 = ctx.const([0], INT64)
-    ends = ctx.op("Cast", offs, to=INT64)
     outputs = []
-    start = zero
-    for g in range(groups):
-        end = ctx.op("Slice", ends, ctx.const([g], INT64), ctx.const([g + 1], INT64))
+    bounds = _group_bounds(ctx, offs, groups)
+    for g, (start, end) in enumerate(bounds):
         part = ctx.op("Slice", rows, start, end, axis0)
         w = ctx.op("Gather", weight, ctx.const(g, INT64), axis=0)
         out = ctx.op("MatMul", part, w)
         if bias is not None:
             out = ctx.op("Add", out, ctx.op("Gather", bias, ctx.const(g, INT64), axis=0))
         outputs.append(out)
-        start = end
+    last_end = bounds[-1][1]
     result = outputs[0] if len(outputs) == 1 else ctx.op("Concat", *outputs, axis=0)
     # rows past the last offset (sentinels) are zeros: pad up to S
-    missing = ctx.op("Sub", ctx.op("Shape", rows, start=0, end=1), start)
+    missing = ctx.op("Sub", ctx.op("Shape", rows, start=0, end=1), last_end)
     pads = ctx.op("Concat", zero, zero, missing, zero, axis=0)
     return ctx.cast(ctx.op("Pad", result, pads, ctx.const(0, compute), mode="constant"), dtype)
 
@@ -73,16 +82,12 @@ def transformers_grouped_mm_fallback_backward(
     dtype = weight.dtype
     compute = kernel_dtype("MatMul", dtype)
     rows, grads = ctx.cast(input, compute), ctx.cast(grad_output, compute)
-    ends = ctx.op("Cast", offs, to=INT64)
     axis0 = ctx.const([0], INT64)
-    start = ctx.const([0], INT64)
     parts = []
-    for g in range(groups):
-        end = ctx.op("Slice", ends, ctx.const([g], INT64), ctx.const([g + 1], INT64))
+    for start, end in _group_bounds(ctx, offs, groups):
         x = ctx.op("Slice", rows, start, end, axis0)
         dy = ctx.op("Slice", grads, start, end, axis0)
         parts.append(ctx.op("Unsqueeze", ctx.op("MatMul", ctx.op("Transpose", x, perm=[1, 0]), dy), axis0))
-        start = end
     grad_weight = parts[0] if len(parts) == 1 else ctx.op("Concat", *parts, axis=0)
     return grad_input, ctx.cast(grad_weight, dtype)
 
