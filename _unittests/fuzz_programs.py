@@ -118,6 +118,26 @@ class HypothesisChooser(Chooser):
         return self._data.draw(self._st.integers(low, high))
 
 
+def drawn_programs(max_examples: int) -> Callable[[Callable], Callable]:
+    """The decorators of a bounded run of programs drawn by hypothesis: derandomized (the same programs at every
+    run), no deadline, no database, no shrinking; the test receives hypothesis' ``data`` for
+    :class:`HypothesisChooser`."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    def decorate(test: Callable) -> Callable:
+        return settings(
+            max_examples=max_examples,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            phases=(Phase.explicit, Phase.generate),
+            suppress_health_check=list(HealthCheck),
+        )(given(st.data())(test))
+
+    return decorate
+
+
 @dataclasses.dataclass
 class Var:
     """A variable of the program: its name, its eager value (for shapes and dtypes) and whether its values

@@ -22,12 +22,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 from fuzz_programs import FLOATS, Outcome, Program, closer_than_eager, compare, least_precise
 from torch.utils._pytree import tree_leaves
 
 from experimental.torch_interpreter.errors import EagerFallbackWarning
+from experimental.torch_interpreter.runtime.ort_values import to_numpy
 from experimental.torch_interpreter.training import OrtBackend
 
 TRAINING_OUTCOMES = (
@@ -134,19 +134,10 @@ def _difference(e_outs, e_loss, e_grads, g_outs, g_loss, g_grads, prog: Program)
             return f"{name}: {'None' if g is None else 'a tensor'}, eager gives {'None' if e is None else 'a tensor'}"
         if e is None:
             continue
-        diff = compare(e, _numpy(g), low)
+        diff = compare(e, to_numpy(g), low)
         if diff:
             return f"{name}: {diff}"
     return None
-
-
-def _numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
-    if t.dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return t.float().numpy().astype(ml_dtypes.bfloat16)
-    return t.numpy()
 
 
 def _closer_to_float64(model, prog, weights, g_outs, g_loss, g_grads, e_outs, e_loss, e_grads) -> bool:
@@ -167,7 +158,7 @@ def _closer_to_float64(model, prog, weights, g_outs, g_loss, g_grads, e_outs, e_
     # a float16/bfloat16 gradient goes through every op of the backward, each rounded where PyTorch rounds it
     # or computed in float32: its error is of the size of eager's, not below it
     factor = 2.0 if low in (torch.float16, torch.bfloat16) else 1.0
-    return closer_than_eager([expected[i] for i in keep], [_numpy(got[i]) for i in keep],
+    return closer_than_eager([expected[i] for i in keep], [to_numpy(got[i]) for i in keep],
                              [reference[i] for i in keep], [low] * len(keep), factor)
 
 

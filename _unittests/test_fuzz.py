@@ -11,23 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from fuzz_programs import BUGS, HypothesisChooser, RandomChooser, compare, generate, run_program
+from fuzz_programs import BUGS, HypothesisChooser, RandomChooser, compare, drawn_programs, generate, run_program
 from helpers import Fn, check_model
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
-@settings(
-    max_examples=400,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    phases=(Phase.explicit, Phase.generate),
-    suppress_health_check=list(HealthCheck),
-)
-@given(st.data())
+@drawn_programs(400)
 def test_random_programs(data):
     prog = generate(HypothesisChooser(data), half_jumps=0.15)  # fewer than the long run's third: the same time
     outcome = run_program(prog)

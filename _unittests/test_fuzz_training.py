@@ -9,26 +9,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-from fuzz_programs import HypothesisChooser, Program, RandomChooser, generate
+from fuzz_programs import HypothesisChooser, Program, RandomChooser, drawn_programs, generate
 from fuzz_training import TRAINING_BUGS, run_training_program
 
 from experimental.torch_interpreter import default_registry
 from experimental.torch_interpreter.training import OrtBackend
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
-@settings(
-    max_examples=30,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    phases=(Phase.explicit, Phase.generate),
-    suppress_health_check=list(HealthCheck),
-)
-@given(st.data())
+@drawn_programs(30)
 def test_random_programs_train_as_eager(data):
     prog = generate(HypothesisChooser(data), half_jumps=0.15)
     outcome = run_training_program(prog)
