@@ -40,9 +40,9 @@ from . import (  # noqa: F401
     rnn,
     sampling,
     sort,
-    triangular_solve,
     special,
     symbolic,
+    triangular_solve,
     views,
     views_backward,
 )

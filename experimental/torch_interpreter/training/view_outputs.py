@@ -42,9 +42,7 @@ def _is_view(node: torch.fx.Node) -> bool:
 
 def _base_placeholder(node: Any) -> torch.fx.Node | None:
     """The graph input ``node`` is a view of (through view ops and ``getitem`` of their lists), else None."""
-    seen = 0
-    while isinstance(node, torch.fx.Node) and seen < 1000:
-        seen += 1
+    while isinstance(node, torch.fx.Node):  # an FX graph has no cycle: the walk ends
         if node.op == "placeholder":
             return node
         if node.op == "call_function" and node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node):

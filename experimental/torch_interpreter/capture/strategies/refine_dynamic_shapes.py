@@ -61,8 +61,9 @@ fixes this size.
     def named(dim: Any) -> Any:
         if dim is None or isinstance(dim, int) or hasattr(dim, "__name__"):
             return dim
-        hints[f"_unnamed_axis_{len(hints)}"] = dim
-        return torch.export.Dim(f"_unnamed_axis_{len(hints) - 1}")
+        name = f"_unnamed_axis_{len(hints)}"
+        hints[name] = dim
+        return torch.export.Dim(name)
 
     def unnamed(dim: Any) -> Any:
         return hints.get(getattr(dim, "__name__", None), dim)
@@ -72,7 +73,8 @@ fixes this size.
         refined = torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(block, stand_in)
     except Exception as e:  # torch cannot apply its own fixes to this spec
         raise DynamicShapeError(f"could not apply torch's suggested fixes ({block!r}): {e}") from e
-    return tree_map(unnamed, refined, is_leaf=lambda d: d is None), ", ".join(f"{fix.name} = {fix.fix}" for fix in fixes)
+    applied = ", ".join(f"{fix.name} = {fix.fix}" for fix in fixes)
+    return tree_map(unnamed, refined, is_leaf=lambda d: d is None), applied
 
 
 class RefineDynamicShapes(Strategy):
