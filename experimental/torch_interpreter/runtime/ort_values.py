@@ -117,15 +117,20 @@ def ortvalue_to_numpy(value: ort.OrtValue) -> np.ndarray:
 
 
 def to_torch(value: Any, device: torch.device | None = None) -> torch.Tensor:
-    """A runtime value (OrtValue, torch tensor, numpy array, scalar) as a torch tensor, shared when possible.
+    """A runtime value (OrtValue, torch tensor, numpy array, bfloat16 ones included, scalar) as a torch tensor,
+    shared when possible.
 
     >>> to_torch(np.arange(3)), to_torch(2.0)
     (tensor([0, 1, 2]), tensor(2.))
+    >>> to_torch(to_numpy(torch.tensor([1.5], dtype=torch.bfloat16)))
+    tensor([1.5000], dtype=torch.bfloat16)
     """
     if isinstance(value, ort.OrtValue):
         tensor = ortvalue_to_torch(value)
     elif isinstance(value, torch.Tensor):
         tensor = value
+    elif isinstance(value, np.ndarray) and value.dtype.name == "bfloat16":  # ml_dtypes: torch reads its bits
+        tensor = torch.from_numpy(value.view(np.uint16)).view(torch.bfloat16)
     elif isinstance(value, np.ndarray):
         tensor = torch.as_tensor(value)
     else:

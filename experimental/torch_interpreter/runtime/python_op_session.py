@@ -110,7 +110,7 @@ class PythonOpSession:
             self._constants.update(evaluate_constant(node, proto))
         for name in graph_outputs:  # an output the optimizer folded into an initializer
             if name in initializers and name not in self._constants:
-                self._constants[name] = _initializer_tensor(initializers[name])
+                self._constants[name] = to_torch(onnx.numpy_helper.to_array(initializers[name]).copy())
 
         self._providers: list[str] | None = list(providers) if providers is not None else None
         chosen = self._providers
@@ -139,7 +139,7 @@ class PythonOpSession:
                 node = step
                 for name in node_inputs(node):
                     if name in initializers and name not in self._constants:
-                        self._constants[name] = _initializer_tensor(initializers[name])
+                        self._constants[name] = to_torch(onnx.numpy_helper.to_array(initializers[name]).copy())
                 call = python_call(node, policy) if is_python_op(node) else ControlFlowCall.create(node, proto, policy)
                 if isinstance(call, PythonCall) and not (
                     node.output[0] in graph_outputs or consumers.get(node.output[0])
@@ -257,11 +257,3 @@ class PythonOpSession:
         if first and node.output[0]:
             env[node.output[0]] = context
         env.update((name, out) for name, out in zip(node.output[first:], outs) if name and out is not None)
-
-
-def _initializer_tensor(tensor: onnx.TensorProto) -> torch.Tensor:
-    """An initializer as a torch tensor of its own (bfloat16 included: numpy holds it as ``ml_dtypes``)."""
-    array = onnx.numpy_helper.to_array(tensor)
-    if array.dtype.name == "bfloat16":
-        return torch.from_numpy(array.view(np.uint16).copy()).view(torch.bfloat16)
-    return torch.from_numpy(array.copy())
