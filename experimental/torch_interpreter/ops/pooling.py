@@ -32,19 +32,11 @@ from ._common import (
     separable,
     spatial_dims,
     spatial_ints,
+    spatial_rank,
     unpool,
     uses_output,
     with_batch,
 )
-
-
-def _spatial_rank(ctx: NodeContext) -> int:
-    """1, 2 or 3 from the name of the aten op (``max_pool2d...``)."""
-    name = ctx.op_name
-    for n in (1, 2, 3):
-        if f"{n}d" in name:
-            return n
-    raise ValueError(f"cannot tell the spatial rank of {name}")
 
 
 def _pool_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
@@ -315,7 +307,7 @@ def aten_max_pool(
 ) -> ir.Value:
     """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1,
     bool ceil_mode=False) -> Tensor"""
-    n = _spatial_rank(ctx)
+    n = spatial_rank(ctx)
     k = spatial_ints(kernel_size, n, "kernel_size")
     args = k, spatial_ints(stride, n, "stride", k), spatial_ints(padding, n, "padding"), spatial_ints(dilation, n, "dilation")
     return _max_pool(ctx, self, *args, ceil_mode, False)[0]
@@ -340,7 +332,7 @@ def aten_max_pool_with_indices(
 
     The indices (flat over each ``(H, W)`` plane) are computed only when the graph reads them.
     """
-    n = _spatial_rank(ctx)
+    n = spatial_rank(ctx)
     k = spatial_ints(kernel_size, n, "kernel_size")
     args = k, spatial_ints(stride, n, "stride", k), spatial_ints(padding, n, "padding"), spatial_ints(dilation, n, "dilation")
     return _max_pool(ctx, self, *args, ceil_mode, uses_output(ctx, 1))
@@ -362,7 +354,7 @@ def aten_avg_pool(
 
     With ``divisor_override``, a depthwise Conv of ones sums each window.
     """
-    n = _spatial_rank(ctx)
+    n = spatial_rank(ctx)
     k = spatial_ints(kernel_size, n, "kernel_size")
     s, p, d = spatial_ints(stride, n, "stride", k), spatial_ints(padding, n, "padding"), [1] * n
     dtype = ctx.out_dtype

@@ -32,13 +32,10 @@ from ._common import (
     opmath_dtype,
     separable,
     spatial_ints,
+    spatial_rank,
     unpool,
     with_batch,
 )
-
-
-def _spatial_rank(ctx: NodeContext) -> int:
-    return 3 if "pool3d" in ctx.op_name else 2
 
 
 @register(
@@ -71,7 +68,7 @@ def aten_adaptive_max_pool_backward(
 
 
 def _scatter_at_indices(ctx: NodeContext, grad_output: ir.Value, self: ir.Value, indices: ir.Value) -> ir.Value:
-    rank, n = ctx.rank(self), _spatial_rank(ctx)
+    rank, n = ctx.rank(self), spatial_rank(ctx)
     sizes = [dim_of(ctx, self, a, ctx.arg_val(1).shape[a]) for a in range(rank - n, rank)]
     return unpool(ctx, grad_output, indices, sizes, "add")
 
@@ -145,7 +142,7 @@ def aten_avg_pool_backward(
 ) -> ir.Value:
     """avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding,
     bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor"""
-    n = _spatial_rank(ctx)
+    n = spatial_rank(ctx)
     k = spatial_ints(kernel_size, n, "kernel_size")
     s, p = spatial_ints(stride, n, "stride", k), spatial_ints(padding, n, "padding")
     rank = ctx.rank(grad_output)
@@ -168,7 +165,7 @@ def aten__adaptive_avg_pool_backward(ctx: NodeContext, grad_output: ir.Value, se
     Along each axis, in order (PyTorch divides by the window's height, then by its width), every gradient
     divided by its window's length, then added to each position of the window.
     """
-    n = _spatial_rank(ctx)
+    n = spatial_rank(ctx)
     rank = ctx.rank(grad_output)
     outs = [ctx.arg_val(0).shape[a] for a in range(rank - n, rank)]
     if not all(isinstance(o, int) for o in outs):

@@ -30,6 +30,15 @@ def spatial_ints(value: Any, n: int, name: str, default: Ints | None = None) -> 
     return values
 
 
+def spatial_rank(ctx: NodeContext) -> int:
+    """1, 2 or 3 from the name of the aten op (``max_pool2d...``, ``avg_pool3d_backward``)."""
+    name = ctx.op_name
+    for n in (1, 2, 3):
+        if f"{n}d" in name:
+            return n
+    raise ValueError(f"cannot tell the spatial rank of {name}")
+
+
 def spatial_dims(x: ir.Value, n: int) -> list[int | None]:
     """The last ``n`` (spatial) dimensions of ``x``, None where dynamic (all None when ``x`` has no shape)."""
     if x.shape is None:
