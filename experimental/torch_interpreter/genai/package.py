@@ -27,6 +27,7 @@ from .config import context_length, genai_config, special_tokens
 from .group_query_attention import fuse_group_query_attention
 from .inputs import decoder_inputs
 from .last_token import LastTokenLogits
+from .one_row_weights import one_row_weights
 from .quantize import quantize_int4
 from .shared_buffer_check import check_shared_buffer
 from .source import load_causal_lm
@@ -121,6 +122,8 @@ def export_genai(
         onx, attention = _group_query_attention(onx, lm.model, inputs, generation, provider)
         if precision == "int4":
             onx = ir.from_proto(quantize_int4(ir.to_proto(onx), provider))
+        elif precision == "fp32" and provider == "cpu":
+            logger.info("%d weights stored for the one-row product", one_row_weights(onx))
         shared = attention == "GroupQueryAttention"
         inputs.has_position_ids = any(v.name == "position_ids" for v in onx.graph.inputs)
         config = genai_config(lm.config, generation, inputs, provider=provider, filename=MODEL_FILE,
