@@ -28,6 +28,8 @@ RULES = {
             "else of the package",
     "patches": "the patch registry, read by bypass_export_some_errors and the capture strategies: base only",
     "capture": "torch.export and what is retried when it refuses a model: base and patches",
+    "checkpoint": "weights read where they lie (safetensors headers, a model's meta tensors, lazy conversions): "
+                  "base only",
     "contract": "what a PythonOp node means (python_op's table, attributes, call encoding), written by the "
                 "translation and read by the runtime: base only",
     "translation": "FX graph -> ONNX (interpreter, registry, converters, PythonOp export side): base, contract",
@@ -51,6 +53,7 @@ ROOT_MODULES = {
 FOLDERS = {
     "patches": "patches",
     "capture": "capture",
+    "checkpoint": "checkpoint",
     "python_op": "translation",
     "ops": "translation",
     "optimize": "optimize",
@@ -64,6 +67,7 @@ MAY_IMPORT = {
     "base": {"base"},
     "patches": {"base", "patches"},
     "capture": {"base", "patches", "capture"},
+    "checkpoint": {"base", "checkpoint"},
     "contract": {"base", "contract"},
     "translation": {"base", "contract", "translation"},
     "optimize": {"base", "optimize"},

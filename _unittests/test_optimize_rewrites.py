@@ -269,6 +269,7 @@ DOCUMENTED_PIPELINE = [
     ("round_half_results", "translation"),
     ("cast_before_transpose", "translation"),
     ("half_islands", "translation"),
+    ("lazy_weight_transposes", "default"),
     ("onnxscript_optimizer", "default"),
     ("gather_on_index_grid", "default"),
     ("and_with_all_true", "default"),

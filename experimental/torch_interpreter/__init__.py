@@ -9,10 +9,12 @@ from .torch_versions import check_torch_version
 check_torch_version()
 
 from . import ops  # noqa: F401, E402  (registers the converters)
+from .checkpoint import empty_weights
 from .convert import to_onnx
 from .errors import (
     ArgumentError,
     CaptureStrategyWarning,
+    CheckpointError,
     ConstantInputWarning,
     ConversionError,
     DynamicShapeError,
@@ -51,6 +53,7 @@ from .runtime import InferenceSession
 __all__ = [
     "ArgumentError",
     "CaptureStrategyWarning",
+    "CheckpointError",
     "ConstantInputWarning",
     "ConversionError",
     "DiscrepancyReport",
@@ -84,6 +87,7 @@ __all__ = [
     "VerificationError",
     "bypass_export_some_errors",
     "default_registry",
+    "empty_weights",
     "export",
     "export_genai",
     "find_discrepancies",

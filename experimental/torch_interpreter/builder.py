@@ -127,6 +127,14 @@ class GraphBuilder:
         self.initializers.append(value)
         return value
 
+    def stored_initializer(self, name: str, tensor: ir.TensorProtocol) -> ir.Value:
+        """A weight whose values lie elsewhere (a checkpoint's file, a lazy conversion): read when needed."""
+        name = self.names.value(name)
+        value = ir.Value(name=name, type=ir.TensorType(tensor.dtype), shape=ir.Shape(tuple(tensor.shape)),
+                         const_value=tensor)
+        self.initializers.append(value)
+        return value
+
     def output(self, value: ir.Value, name: str | None = None) -> None:
         """Marks ``value`` as a graph output, inserting an Identity where ONNX needs a distinct value
         (a graph input, a weight, an outer-scope value, or a value already returned)."""

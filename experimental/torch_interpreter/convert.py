@@ -15,10 +15,13 @@ import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from .builder import GraphBuilder
+from .checkpoint import MetaWeights, meta_tensor_names
 from .capture import capture_model, range_constraints, shape_guards
 from .complex_pairs import check_no_complex_io
 from .dtypes import value_type
 from .errors import (
+    ArgumentError,
+    CheckpointError,
     ConversionError,
     DynamicShapeError,
     InputMismatchError,
@@ -70,6 +73,7 @@ def to_onnx(
     opset_version: int | None = None,
     dynamic_axes: Mapping[str, Any] | None = None,
     providers: str | Sequence[str] | None = "any",
+    weights: str | os.PathLike | Mapping[str, Any] | None = None,
 ) -> onnx.ModelProto | ir.Model:
     """Converts a PyTorch model into ONNX through ``torch.export.export``.
 
@@ -129,6 +133,12 @@ def to_onnx(
         computes in half precision what the converters compute in float32 for the CPU (within the type's
         tolerance, never before a comparison or an integer cast), and the choice is stored in the model; see
         ``_doc/providers.rst``
+    :param weights: the values of a model whose parameters are on the meta device (built under
+        :func:`~experimental.torch_interpreter.empty_weights`): a safetensors file, a folder of them
+        (transformers' ``model.safetensors.index.json``), or a mapping from names to tensors; a stored tensor
+        of the model's type stays in its file (the saved model points at it, linked beside ``filename``), one of
+        another floating type is converted when the model is saved, one tensor at a time; see
+        ``_doc/large_models.rst``
     :return: the ONNX model
 
     Example::
@@ -153,6 +163,7 @@ def to_onnx(
         check_opset(target_opset)  # an opset onnx or onnxruntime cannot run: an error now, not at load
         registry = registry or default_registry
         kwargs, filename = _filename_in_third_position(kwargs, filename)
+        meta_weights = _meta_weights(model, weights, verify=verify, filename=filename, as_ir=as_ir)
         if isinstance(model, torch.export.ExportedProgram):
             if dynamic_shapes is not None or dynamic_axes is not None:
                 raise DynamicShapeError(
@@ -190,7 +201,8 @@ def to_onnx(
         raise_if_missing(missing_converters(ep.graph_module, registry))
         # the onnxruntime level translates at opset 23 at least: ONNX Attention (optimize/__init__.py)
         logger.info("translation: %d FX nodes...", len(ep.graph.nodes))
-        onnx_model = translate(ep, registry, names, translation_opset(optimize, target_opset), providers)
+        onnx_model = translate(ep, registry, names, translation_opset(optimize, target_opset), providers,
+                               meta_weights)
         rename(onnx_model, input_names, output_names)  # torch.onnx.export's input_names, output_names
         export_report.translated(onnx_model)
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
@@ -224,8 +236,10 @@ def translate(
     dim_names: dict[str, str],
     opset: int,
     providers: tuple[str, ...] = KNOWN_PROVIDERS,
+    weights: MetaWeights | None = None,
 ) -> ir.Model:
-    """Translates an ExportedProgram into an ``onnx_ir.Model`` for ``providers`` (:mod:`.providers`)."""
+    """Translates an ExportedProgram into an ``onnx_ir.Model`` for ``providers`` (:mod:`.providers`); the values of
+    tensors on the meta device come from ``weights``."""
     check_no_complex_io(ep)
     builder = GraphBuilder(opset, providers=providers)
     interpreter = Interpreter(builder, registry, dim_names)
@@ -235,7 +249,7 @@ def translate(
     env: dict[torch.fx.Node, Any] = {}
     for node, spec in zip(placeholders, signature.input_specs):
         name = next(input_names) if spec.kind == InputKind.USER_INPUT else None
-        env[node] = _placeholder_value(ep, builder, interpreter, node, spec, name or node.name)
+        env[node] = _placeholder_value(ep, builder, interpreter, node, spec, name or node.name, weights)
     outputs = interpreter.run(ep.graph_module, env)
     user = [v for v, spec in zip(outputs, signature.output_specs) if spec.kind == OutputKind.USER_OUTPUT]
     mutated = [spec for spec in signature.output_specs if spec.kind == OutputKind.USER_INPUT_MUTATION]
@@ -253,7 +267,7 @@ def translate(
     return model
 
 
-def _placeholder_value(ep, builder, interpreter, node, spec, name: str) -> Any:
+def _placeholder_value(ep, builder, interpreter, node, spec, name: str, weights: MetaWeights | None) -> Any:
     val = node.meta.get("val")
     if spec.kind == InputKind.USER_INPUT:
         if isinstance(val, torch.Tensor):
@@ -263,8 +277,41 @@ def _placeholder_value(ep, builder, interpreter, node, spec, name: str) -> Any:
         return getattr(spec.arg, "value", val)  # a Python constant, specialized by torch.export
     if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
         tensor = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
+        if tensor.device.type == "meta":
+            if weights is None:
+                raise CheckpointError(f"{spec.target!r} is on the meta device (no values): give weights=",
+                                      tensor=spec.target)
+            buffer = spec.kind != InputKind.PARAMETER
+            return builder.stored_initializer(spec.target, weights(spec.target, tensor, buffer))
         return builder.initializer(spec.target, tensor)
     raise ConversionError(f"placeholder {node.name!r} of kind {spec.kind.name} is not supported")
+
+
+def _meta_weights(model: Any, weights: Any, *, verify: bool, filename: Any, as_ir: bool) -> MetaWeights | None:
+    """The source of the values of ``model``'s tensors on the meta device, checked against the other options."""
+    if isinstance(model, torch.export.ExportedProgram):
+        tensors = {**model.state_dict, **model.constants}
+        meta = [n for n, t in tensors.items() if isinstance(t, torch.Tensor) and t.device.type == "meta"]
+    else:
+        meta = meta_tensor_names(model)[0] if isinstance(model, torch.nn.Module) else []
+    if weights is None:
+        if meta:
+            shown = ", ".join(meta[:3]) + (f" and {len(meta) - 3} more" if len(meta) > 3 else "")
+            raise CheckpointError(
+                f"{len(meta)} parameters or buffers of the model are on the meta device and hold no values "
+                f"({shown}): give their values with weights= (a safetensors file, a folder of shards, or a "
+                "mapping of tensors)", tensor=meta[0])
+        return None
+    if not meta:
+        raise ArgumentError("weights= gives the values of a model whose parameters are on the meta device; this "
+                            "model has none there: build it under empty_weights(), or drop weights=")
+    if verify:
+        raise ArgumentError("verify=True runs the PyTorch model, whose parameters are on the meta device: export "
+                            "a small model with real weights to verify the translation")
+    if filename is None and not as_ir:
+        raise ArgumentError("with weights=, give filename= (the saved model points at the checkpoint's files) or "
+                            "as_ir=True (an onnx_ir.Model whose weights are read when needed)")
+    return MetaWeights(model if isinstance(model, torch.nn.Module) else None, weights)
 
 
 def _input_names(ep: torch.export.ExportedProgram) -> list[str | None]:

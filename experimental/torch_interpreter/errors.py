@@ -150,3 +150,16 @@ class GenAIError(TorchInterpreterError, ValueError):
     """:func:`~experimental.torch_interpreter.export_genai` cannot write the onnxruntime-genai package: the model
     or folder is not a causal language model with a key-value cache (a recurrent state instead: Mamba, RWKV,
     hybrids), an argument is unknown (precision, provider), or the output folder exists. Nothing is written."""
+
+
+class CheckpointError(TorchInterpreterError, ValueError):
+    """The weights given with ``weights=`` do not fit the model whose parameters are on the meta device: a tensor
+    missing from the checkpoint, of another shape or of a type that cannot be converted, a file that is not a
+    safetensors file or is truncated. The message names the tensor and the file; nothing is written."""
+
+    def __init__(self, message: str, tensor: str | None = None, path: str | None = None):
+        super().__init__(message)
+        #: the tensor's name in the model or the checkpoint (None when the file itself is wrong)
+        self.tensor = tensor
+        #: the checkpoint file (None for a mapping)
+        self.path = path

@@ -66,6 +66,7 @@ from onnxscript.rewriter.rules import common
 from ..errors import ConversionError
 from ..logs import PACKAGE_LOGGER
 from .graph_match import dims, int64s, typed
+from .lazy_transposes import kept_in_place
 from .rewrite import CountingPass
 
 logger = logging.getLogger(__name__)
@@ -152,7 +153,8 @@ class _FoldConstantsPass(InPlacePass):
     def call(self, model: ir.Model) -> PassResult:
         with _quiet_folding():
             return onnxscript.optimizer.fold_constants_ir(
-                model, onnx_shape_inference=True, input_size_limit=FOLD_INPUT_SIZE_LIMIT
+                model, onnx_shape_inference=True, input_size_limit=FOLD_INPUT_SIZE_LIMIT,
+                should_fold=lambda node: False if kept_in_place(node) else None,
             )
 
 

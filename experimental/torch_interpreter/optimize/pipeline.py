@@ -21,6 +21,7 @@ from .attention_heads import RepeatedHeadsIntoAttentionPass
 from .domains import import_ms_domain
 from .gelu import GELU_RULES
 from .half_islands import half_islands
+from .lazy_transposes import lazy_weight_transposes
 from .half_precision import cast_before_transpose, round_half_results
 from .masked_rows import GUARD_AFTER_MERGE_HEADS, WhereBetweenTransposesPass
 from .onnxscript_adapter import (
@@ -56,6 +57,9 @@ PIPELINE: tuple[Rewrite, ...] = (
                 "bias, SiLU, bfloat16 attention) computed in half precision, the form CUDA's kernels and fusions "
                 "take; after cast_before_transpose, whose moved casts are island borders too"),
     # -- "default": optimize=True and "onnxruntime" ---------------------------------------------------------------
+    Rewrite("lazy_weight_transposes", "default", lazy_weight_transposes,
+            why="Transpose(weight) as a lazy initializer, computed when the model is saved; before the optimizer, "
+                "whose folding would compute every transposed weight at once, in memory"),
     Rewrite("onnxscript_optimizer", "default", optimize_with_exact_constants,
             why="constant folding, onnxscript's default rules (no-op constants matched exactly), unused removal, "
                 "common subexpressions; first: the rewrites after it see folded constants and shapes"),

@@ -1,0 +1,100 @@
+"""The table of contents of a safetensors file, read from its header and checked against the file's size.
+
+A safetensors file is an 8-byte little-endian header length ``n``, ``n`` bytes of JSON
+(``{name: {"dtype": "BF16", "shape": [...], "data_offsets": [begin, end]}, "__metadata__": {...}}``), then the
+tensors' raw little-endian bytes, ``begin`` and ``end`` counted from the end of the header. Nothing but the header
+is read here: a tensor's bytes are read (mapped) when its value is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from dataclasses import dataclass
+
+import onnx_ir as ir
+
+from ..errors import CheckpointError
+
+#: safetensors' type names -> ONNX element types
+DTYPES = {
+    "F64": ir.DataType.DOUBLE, "F32": ir.DataType.FLOAT, "F16": ir.DataType.FLOAT16, "BF16": ir.DataType.BFLOAT16,
+    "I64": ir.DataType.INT64, "I32": ir.DataType.INT32, "I16": ir.DataType.INT16, "I8": ir.DataType.INT8,
+    "U64": ir.DataType.UINT64, "U32": ir.DataType.UINT32, "U16": ir.DataType.UINT16, "U8": ir.DataType.UINT8,
+    "BOOL": ir.DataType.BOOL, "F8_E4M3": ir.DataType.FLOAT8E4M3FN, "F8_E5M2": ir.DataType.FLOAT8E5M2,
+}
+#: a header larger than this is refused (safetensors' own limit is 100 MB)
+MAX_HEADER_BYTES = 100 * 2**20
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """Where one tensor lies: its file, type, shape, and the absolute ``offset`` and ``length`` of its bytes."""
+
+    path: str
+    name: str
+    dtype: ir.DataType
+    shape: tuple[int, ...]
+    offset: int
+    length: int
+
+
+def read_safetensors(path: str | os.PathLike) -> dict[str, StoredTensor]:
+    """The tensors of the safetensors file ``path`` by name; raises
+    :class:`~experimental.torch_interpreter.CheckpointError` naming the file (and the tensor) when the header is
+    not one, a type is unknown, or a tensor's bytes do not fit its shape or lie past the end of the file.
+
+    Example::
+
+        >>> import os, tempfile, torch
+        >>> from safetensors.torch import save_file
+        >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+        >>> save_file({"w": torch.zeros(2, 3, dtype=torch.bfloat16)}, path)
+        >>> stored = read_safetensors(path)["w"]
+        >>> stored.dtype.name, stored.shape, stored.length
+        ('BFLOAT16', (2, 3), 12)
+    """
+    path = os.path.abspath(os.fspath(path))
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(8)
+            length = struct.unpack("<Q", head)[0] if len(head) == 8 else None
+            if length is None or length > min(MAX_HEADER_BYTES, size - 8):
+                raise CheckpointError(f"{path!r} is not a safetensors file (no header of a possible length)",
+                                      path=path)
+            header = json.loads(f.read(length))
+    except OSError as e:
+        raise CheckpointError(f"cannot read the checkpoint file {path!r}: {e.strerror or e}", path=path) from e
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path!r} is not a safetensors file (its header is not JSON: {e})", path=path) from e
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path!r} is not a safetensors file (its header is not a JSON object)", path=path)
+    start = 8 + length
+    return {name: _entry(path, name, info, start, size) for name, info in header.items() if name != "__metadata__"}
+
+
+def _entry(path: str, name: str, info: object, start: int, size: int) -> StoredTensor:
+    def wrong(why: str) -> CheckpointError:
+        return CheckpointError(f"tensor {name!r} of {path!r}: {why}", tensor=name, path=path)
+
+    if not isinstance(info, dict) or info.get("dtype") not in DTYPES:
+        dtype = info.get("dtype") if isinstance(info, dict) else None
+        raise wrong(f"unknown type {dtype!r} (known: {', '.join(DTYPES)})")
+    shape, offsets = info.get("shape"), info.get("data_offsets")
+    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        raise wrong(f"the shape {shape!r} is not a list of sizes")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
+            and 0 <= offsets[0] <= offsets[1]):
+        raise wrong(f"the data offsets {offsets!r} are not [begin, end]")
+    dtype = DTYPES[info["dtype"]]
+    expected = int(math.prod(shape) * dtype.itemsize)
+    if offsets[1] - offsets[0] != expected:
+        raise wrong(f"{offsets[1] - offsets[0]} bytes stored for a {info['dtype']} tensor of shape {shape} "
+                    f"({expected} bytes)")
+    if start + offsets[1] > size:
+        raise wrong(f"the file is truncated: the tensor's bytes end at byte {start + offsets[1]}, the file has "
+                    f"{size}")
+    return StoredTensor(path, name, dtype, tuple(shape), start + offsets[0], expected)
