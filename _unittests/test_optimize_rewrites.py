@@ -271,6 +271,7 @@ DOCUMENTED_PIPELINE = [
     ("half_islands", "translation"),
     ("lazy_weight_transposes", "default"),
     ("onnxscript_optimizer", "default"),
+    ("halves_split", "default"),
     ("gather_on_index_grid", "default"),
     ("and_with_all_true", "default"),
     ("scalar_round_trips", "default"),

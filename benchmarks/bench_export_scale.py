@@ -140,7 +140,7 @@ SHARD_BYTES = 4 * 2**30
 
 def _meta_llama(config: transformers.LlamaConfig, dtype: torch.dtype) -> torch.nn.Module:
     with empty_weights():
-        return transformers.LlamaForCausalLM._from_config(config, torch_dtype=dtype).eval()
+        return transformers.LlamaForCausalLM._from_config(config, dtype=dtype).eval()
 
 
 def write_random_checkpoint(config: transformers.LlamaConfig, folder: str, seed: int = 0) -> int:

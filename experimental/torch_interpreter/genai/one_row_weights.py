@@ -19,10 +19,10 @@ order of the float32 sums differs, as between any two kernels.
 
 from __future__ import annotations
 
-import numpy as np
 import onnx_ir as ir
 
 from ..optimize.graph_match import int64s
+from ..optimize.lazy_transposes import lazy_transpose, reshaped
 
 #: how a weight is used: as ``MatMul``'s ``[K, N]``, as ``FusedMatMul(transB=1)``'s ``[N, K]``, as a lookup table
 _PLAIN, _TRANSPOSED, _TABLE = "plain", "transposed", "table"
@@ -53,10 +53,10 @@ def one_row_weights(model: ir.Model) -> int:
         if None in kinds or len(products) != 1:
             continue
         transposed = products == {_TRANSPOSED}
-        array = tensor.numpy()
-        array = np.ascontiguousarray(array.T) if transposed else array
-        rows, columns = array.shape
-        value.const_value = ir.Tensor(array.reshape(1, rows, columns), name=value.name)
+        rows, columns = (int(d) for d in (reversed(tensor.shape) if transposed else tensor.shape))
+        # read when the model is saved: a weight lying in a checkpoint's file is not loaded here
+        source = lazy_transpose(tensor, (1, 0), value.name) if transposed else tensor
+        value.const_value = reshaped(source, [1, rows, columns], value.name)
         value.shape = ir.Shape([1, rows, columns])
         for node, index in list(value.uses()):
             if node.op_type == "Gather":

@@ -56,7 +56,7 @@ def lazy_weight_transposes(model: ir.Model) -> int:
         perm = tuple(perm_attribute.as_ints()) if perm_attribute is not None else tuple(reversed(range(rank)))
         out = node.outputs[0]
         shape = ir.Shape([tensor.shape[p] for p in perm])
-        lazy = ir.LazyTensor(_transposer(tensor, perm, out.name), dtype=tensor.dtype, shape=shape, name=out.name)
+        lazy = lazy_transpose(tensor, perm, out.name)
         value = ir.Value(name=None, type=ir.TensorType(tensor.dtype), shape=shape, const_value=lazy)
         out.replace_all_uses_with(value, replace_graph_outputs=True)
         graph.remove(node, safe=True)
@@ -84,11 +84,50 @@ def kept_in_place(node: ir.Node) -> bool:
     return isinstance(tensor, ir.ExternalTensor) and bool(tensor.meta.get(IN_PLACE))
 
 
-def _transposer(tensor: ir.TensorProtocol, perm: tuple[int, ...], name: str):
+def lazy_transpose(tensor: ir.TensorProtocol, perm: tuple[int, ...], name: str | None) -> ir.LazyTensor:
+    """``tensor`` transposed by ``perm``, computed when read (a file's mapping released once copied).
+
+    Example::
+
+        >>> import numpy as np, onnx_ir as ir
+        >>> lazy_transpose(ir.tensor(np.arange(6).reshape(2, 3)), (1, 0), "t").numpy().tolist()
+        [[0, 3], [1, 4], [2, 5]]
+    """
+
     def transposed() -> ir.Tensor:
         result = ir.Tensor(np.ascontiguousarray(tensor.numpy().transpose(perm)), name=name)
-        if isinstance(tensor, ir.ExternalTensor):
-            tensor.release()  # a weight mapped from a file: its pages leave the process once the copy is made
+        release_mapped(tensor)
         return result
 
-    return transposed
+    shape = ir.Shape([tensor.shape[p] for p in perm])
+    return ir.LazyTensor(transposed, dtype=tensor.dtype, shape=shape, name=name)
+
+
+def reshaped(tensor: ir.TensorProtocol, shape: list[int], name: str | None) -> ir.TensorProtocol:
+    """``tensor`` with another shape of the same size: the same bytes of the same file for a tensor read from a
+    file (in place stays in place), else computed when read.
+
+    Example::
+
+        >>> import numpy as np, onnx_ir as ir
+        >>> reshaped(ir.tensor(np.arange(6, dtype=np.float32)), [1, 2, 3], "r").shape
+        Shape([1, 2, 3])
+    """
+    if isinstance(tensor, ir.ExternalTensor):
+        moved = ir.ExternalTensor(tensor.location, tensor.offset, tensor.length, tensor.dtype, shape=ir.Shape(shape),
+                                  name=name or tensor.name, base_dir=tensor.base_dir)
+        if tensor.meta.get(IN_PLACE):
+            moved.meta[IN_PLACE] = True
+        return moved
+
+    def values() -> ir.Tensor:
+        return ir.Tensor(tensor.numpy().reshape(shape), name=name)
+
+    return ir.LazyTensor(values, dtype=tensor.dtype, shape=ir.Shape(shape), name=name)
+
+
+def release_mapped(*tensors: ir.TensorProtocol) -> None:
+    """Unmaps the files of the tensors read from one (their pages leave the process); the others are left."""
+    for tensor in tensors:
+        if isinstance(tensor, ir.ExternalTensor):
+            tensor.release()

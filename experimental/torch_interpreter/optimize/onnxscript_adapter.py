@@ -126,7 +126,6 @@ GENERIC_RULES: tuple[pattern.RewriteRule, ...] = (
     common.no_op_expand_rule,
     common.flatten_to_reshape_rule,
     common.reshape_reshape_rule,
-    common.slice_split_rule,
     common.no_op_transpose_rule,
     common.transpose_transpose_rule,
     common.unsqueeze_unsqueeze_rule,

@@ -15,22 +15,24 @@ Written by hand: a global rewrite, the projections are grouped by the value they
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import onnx_ir as ir
 
 from .graph_match import initializer, int64s, only_used_by, producer
+from .lazy_transposes import release_mapped
 from .rewrite import CountingPass
 
 
-def _constant_weight(value: ir.Value, matmul: ir.Node) -> tuple[Callable[[], np.ndarray], list[int]] | None:
-    """``(array getter, [K, N])`` when ``value`` is a 2-D constant that ``matmul`` alone reads (or the
+def _constant_weight(value: ir.Value, matmul: ir.Node) -> tuple[Callable[[], np.ndarray], list[int], Any] | None:
+    """``(array getter, [K, N], the tensor it reads)`` when ``value`` is a 2-D constant that ``matmul`` alone reads (or the
     ``Transpose`` of one, folded lazily), else None."""
     if not only_used_by(value, matmul):
         return None
     tensor = value.const_value
     if tensor is not None and len(tensor.shape) == 2:
-        return tensor.numpy, [int(d) for d in tensor.shape]
+        return tensor.numpy, [int(d) for d in tensor.shape], tensor
     transpose = producer(value, "Transpose")
     if transpose is None:
         return None
@@ -41,7 +43,7 @@ def _constant_weight(value: ir.Value, matmul: ir.Node) -> tuple[Callable[[], np.
         return None
     if not only_used_by(source, transpose):
         return None
-    return (lambda: tensor.numpy().T), [int(tensor.shape[1]), int(tensor.shape[0])]
+    return (lambda: tensor.numpy().T), [int(tensor.shape[1]), int(tensor.shape[0])], tensor
 
 
 def _projection(matmul: ir.Node) -> dict | None:
@@ -76,8 +78,12 @@ def _packed(parts: list[dict], dtype: ir.DataType) -> ir.LazyTensor:
     k = parts[0]["weight"][1][0]
     total = sum(p["weight"][1][1] for p in parts)
 
+    sources = [p["weight"][2] for p in parts]
+
     def concat() -> ir.Tensor:
-        return ir.tensor(np.concatenate([get() for get in getters], axis=1))
+        packed = ir.tensor(np.concatenate([get() for get in getters], axis=1))
+        release_mapped(*sources)
+        return packed
 
     return ir.LazyTensor(concat, dtype=dtype, shape=ir.Shape([k, total]))
 

@@ -20,6 +20,7 @@ from .attention_bsd import AttentionOnBsdPass
 from .attention_heads import RepeatedHeadsIntoAttentionPass
 from .domains import import_ms_domain
 from .gelu import GELU_RULES
+from .halves_split import halves_split
 from .half_islands import half_islands
 from .lazy_transposes import lazy_weight_transposes
 from .half_precision import cast_before_transpose, round_half_results
@@ -63,6 +64,10 @@ PIPELINE: tuple[Rewrite, ...] = (
     Rewrite("onnxscript_optimizer", "default", optimize_with_exact_constants,
             why="constant folding, onnxscript's default rules (no-op constants matched exactly), unused removal, "
                 "common subexpressions; first: the rewrites after it see folded constants and shapes"),
+    Rewrite("halves_split", "default", halves_split, cleanup=True,
+            why="the two halves of a last axis sliced apart (rotate_half) as one Split, onnxscript's SlicesSplit "
+                "without its search of every pair of Slice nodes; after the folding, which makes the bounds "
+                "constants"),
     Rewrite("gather_on_index_grid", "default", gather_on_index_grid, cleanup=True,
             why="transformers' padding mask as GatherND over an index grid; after the folding, which makes the "
                 "Range bounds and the grid's shapes constants"),
