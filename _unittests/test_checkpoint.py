@@ -179,3 +179,29 @@ def test_as_ir_reads_weights_when_needed(checkpoints, tmp_path):
     assert "ExternalTensor" in kinds and "TorchTensor" not in kinds, kinds
     save(model, tmp_path / "model.onnx")
     np.testing.assert_allclose(_run(str(tmp_path / "model.onnx")), ordinary, rtol=0, atol=1e-6)
+
+
+def test_genai_folder_for_cuda_is_read_on_the_meta_device(tmp_path, monkeypatch):
+    """export_genai(folder, "fp16", "cuda") builds the model on the meta device and converts each weight as it is
+    written: the package is the one the model loaded in memory gives, bit for bit."""
+    import onnx
+    from onnx import numpy_helper
+
+    from experimental.torch_interpreter import export_genai
+    from experimental.torch_interpreter.checkpoint import source
+    from experimental.torch_interpreter.genai.tiny import write_random_causal_lm
+
+    src = tmp_path / "llama"
+    write_random_causal_lm("llama", str(src))
+    read = []
+    monkeypatch.setattr(source.Checkpoint, "tensor",
+                        lambda self, name, *a, _f=source.Checkpoint.tensor: read.append(name) or _f(self, name, *a))
+    meta = export_genai(src, tmp_path / "meta", precision="fp16", provider="cuda")
+    assert read, "the folder's weights were not read from its checkpoint"
+    model = transformers.AutoModelForCausalLM.from_pretrained(src, dtype=torch.float16)
+    memory = export_genai(model, tmp_path / "memory", precision="fp16", provider="cuda")
+    a, b = (onnx.load(str(tmp_path / p / "model.onnx")) for p in ("meta", "memory"))
+    assert [(n.op_type, list(n.input)) for n in a.graph.node] == [(n.op_type, list(n.input)) for n in b.graph.node]
+    weights = {i.name: numpy_helper.to_array(i).tobytes() for i in b.graph.initializer}
+    assert {i.name: numpy_helper.to_array(i).tobytes() for i in a.graph.initializer} == weights
+    assert meta.config == memory.config

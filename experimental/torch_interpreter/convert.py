@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -15,7 +16,7 @@ import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from .builder import GraphBuilder
-from .checkpoint import MetaWeights, meta_tensor_names
+from .checkpoint import MetaWeights, cpu_stand_ins, meta_tensor_names
 from .capture import capture_model, range_constraints, shape_guards
 from .complex_pairs import check_no_complex_io
 from .dtypes import value_type
@@ -184,9 +185,12 @@ def to_onnx(
                 capture_autograd_functions, autograd_functions, training=model.training, strict=strict
             )
             logger.info("capture: torch.export.export of %s (strict=%s)...", type(model).__name__, strict)
-            captured = capture_model(
-                model, args, kwargs, dynamic_shapes, strict=strict, strategies=capture_strategies, around_export=hook
-            )
+            # a model on the meta device is captured with CPU stand-ins of its weights (checkpoint/)
+            with cpu_stand_ins(model) if meta_weights is not None else contextlib.nullcontext():
+                captured = capture_model(
+                    model, args, kwargs, dynamic_shapes, strict=strict, strategies=capture_strategies,
+                    around_export=hook,
+                )
             ep, names, spec, capture_report = captured.ep, captured.names, captured.spec, captured.report
         else:
             raise InvalidModelError(
@@ -277,7 +281,7 @@ def _placeholder_value(ep, builder, interpreter, node, spec, name: str, weights:
         return getattr(spec.arg, "value", val)  # a Python constant, specialized by torch.export
     if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
         tensor = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
-        if tensor.device.type == "meta":
+        if tensor.device.type == "meta" or (weights is not None and spec.target in weights.names):
             if weights is None:
                 raise CheckpointError(f"{spec.target!r} is on the meta device (no values): give weights=",
                                       tensor=spec.target)

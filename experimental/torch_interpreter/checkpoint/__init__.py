@@ -9,7 +9,7 @@ new data (another floating type) is computed when the model is saved, one tensor
 This layer reads files and builds tensors; it imports the base only.
 """
 
-from .empty_weights import empty_weights, meta_tensor_names
+from .empty_weights import cpu_stand_ins, empty_weights, meta_tensor_names
 from .source import Checkpoint, MetaWeights
 
-__all__ = ["Checkpoint", "MetaWeights", "empty_weights", "meta_tensor_names"]
+__all__ = ["Checkpoint", "MetaWeights", "cpu_stand_ins", "empty_weights", "meta_tensor_names"]

@@ -63,3 +63,41 @@ def meta_tensor_names(model: torch.nn.Module) -> tuple[list[str], dict[str, list
     names = [n for group in groups.values() for n in group]
     aliases = {n: [m for m in group if m != n] for group in groups.values() for n in group}
     return names, aliases
+
+
+@contextlib.contextmanager
+def cpu_stand_ins(model: torch.nn.Module) -> Iterator[None]:
+    """Within the block, each parameter and buffer of ``model`` on the meta device is replaced by an uninitialized
+    CPU tensor of its shape and type (tied ones by the same tensor), then put back: torch.export reads shapes and
+    types only, and a capture whose inputs are CPU tensors then sees one device. The stand-ins' memory is reserved,
+    never written, so it does not become resident.
+
+    Example::
+
+        >>> import torch
+        >>> with empty_weights():
+        ...     layer = torch.nn.Linear(3, 2)
+        >>> with cpu_stand_ins(layer):
+        ...     inside = layer.weight.device.type
+        >>> inside, layer.weight.device.type
+        ('cpu', 'meta')
+    """
+    replaced: list[tuple[dict, str, torch.Tensor]] = []
+    stand_ins: dict[int, torch.Tensor] = {}
+    for module in model.modules():
+        for table in (module._parameters, module._buffers):
+            for name, tensor in table.items():
+                if tensor is None or tensor.device.type != "meta":
+                    continue
+                if id(tensor) not in stand_ins:
+                    empty = torch.empty(tensor.shape, dtype=tensor.dtype)
+                    if isinstance(tensor, torch.nn.Parameter):
+                        empty = torch.nn.Parameter(empty, requires_grad=tensor.requires_grad)
+                    stand_ins[id(tensor)] = empty
+                replaced.append((table, name, tensor))
+                table[name] = stand_ins[id(tensor)]
+    try:
+        yield
+    finally:
+        for table, name, tensor in replaced:
+            table[name] = tensor

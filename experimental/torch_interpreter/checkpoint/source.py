@@ -27,7 +27,8 @@ SINGLE_FILE = "model.safetensors"
 
 class Checkpoint:
     """The tensors of ``weights`` (see the module's docstring) by name; ``in_place=False`` copies them into the
-    saved model's external data file instead of pointing into the checkpoint's files.
+    saved model's external data file instead of pointing into the checkpoint's files; ``prefix`` is what the
+    model's names add before the checkpoint's (``"lm."`` for a module holding the checkpoint's model as ``lm``).
 
     Example::
 
@@ -43,7 +44,9 @@ class Checkpoint:
         dtype('float16')
     """
 
-    def __init__(self, weights: str | os.PathLike | Mapping[str, Any], in_place: bool = True):
+    def __init__(self, weights: str | os.PathLike | Mapping[str, Any], in_place: bool = True, prefix: str = ""):
+        #: what the model's names add before the checkpoint's (a module wrapping the one the checkpoint is of)
+        self.prefix = prefix
         #: whether a saved model points into the checkpoint's files (linked beside it) instead of copying the
         #: tensors stored with the model's type into its own external data file
         self.in_place = in_place
@@ -85,7 +88,8 @@ class Checkpoint:
         :class:`~experimental.torch_interpreter.CheckpointError` naming the tensor when it is missing, of another
         shape, or of a type it cannot be converted from."""
         shape, target = tuple(int(d) for d in shape), onnx_dtype(dtype)
-        found = next((n for n in (name, *aliases) if n in self.entries), None)
+        stored_names = [n[len(self.prefix):] for n in (name, *aliases) if n.startswith(self.prefix)]
+        found = next((n for n in stored_names if n in self.entries), None)
         if found is None:
             tied = f" (nor under the names it is tied to: {', '.join(aliases)})" if aliases else ""
             raise CheckpointError(f"tensor {name!r} of the model is not in {self.description}{tied}", tensor=name)
@@ -168,7 +172,9 @@ class MetaWeights:
 
     def __init__(self, model: torch.nn.Module | None, weights: Checkpoint | str | os.PathLike | Mapping[str, Any]):
         self.checkpoint = weights if isinstance(weights, Checkpoint) else Checkpoint(weights)
-        self.aliases = meta_tensor_names(model)[1] if model is not None else {}
+        names, self.aliases = meta_tensor_names(model) if model is not None else ([], {})
+        #: the names of the model's tensors on the meta device (their stand-ins are CPU tensors while captured)
+        self.names = set(names)
 
     def __call__(self, name: str, meta: torch.Tensor, buffer: bool = False) -> ir.TensorProtocol:
         try:

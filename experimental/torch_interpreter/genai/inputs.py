@@ -53,13 +53,18 @@ def decoder_inputs(model: torch.nn.Module) -> DecoderInputs:
 
     vocab = model.config.get_text_config(decoder=True).vocab_size
     gen = torch.Generator().manual_seed(0)
-    device = next(model.parameters()).device
-    prompt = torch.randint(3, vocab, (BATCH, PAST), generator=gen).to(device)
+    weights_device = next(model.parameters()).device
+    # a model on the meta device computes the cache's shapes there; the inputs are real tensors of those shapes
+    device = torch.device("cpu") if weights_device.type == "meta" else weights_device
+    prompt = torch.randint(3, vocab, (BATCH, PAST), generator=gen).to(weights_device)
     parameters = inspect.signature(model.forward).parameters
     argument = cache_argument(model)
     with torch.no_grad():
         out = model(input_ids=prompt, use_cache=True, **{argument: transformers.DynamicCache(config=model.config)})
     cache = returned_cache(out, argument)
+    if cache is not None and weights_device.type == "meta":
+        for layer in cache.layers:
+            layer.keys, layer.values = (torch.zeros(t.shape, dtype=t.dtype) for t in (layer.keys, layer.values))
     if cache is None:
         raise GenAIError(
             f"{type(model).__name__} returns no key-value cache when called with use_cache=True (an encoder, or a "

@@ -18,6 +18,7 @@ import onnx_ir as ir
 import torch
 
 from ..capture.range_constraints import RangeConstraintWarning
+from ..checkpoint import Checkpoint
 from ..convert import to_onnx
 from ..errors import GenAIError
 from ..logs import verbosity
@@ -75,7 +76,8 @@ def export_genai(
     ``onnxruntime_genai.Model(folder)`` loads it.
 
     :param model: a transformers causal LM (``*ForCausalLM``), or the folder ``save_pretrained`` wrote
-        (``config.json``, the weights, the tokenizer files)
+        (``config.json``, the weights, the tokenizer files); a folder exported for CUDA in ``fp16`` or ``bf16`` is
+        read on the meta device, each weight converted as it is written (a checkpoint larger than memory fits)
     :param folder: the package's folder, which must not exist (see ``overwrite``); it is written in a temporary
         folder beside it and renamed when complete, so a failure leaves nothing
     :param precision: ``"fp32"``; ``"fp16"`` or ``"bf16"`` (for CUDA); ``"int4"`` (the weights of every product
@@ -109,7 +111,10 @@ def export_genai(
     folder = os.path.abspath(os.fspath(folder))
     dtype = _check_arguments(folder, precision, provider, overwrite)
     with verbosity(verbose):
-        lm = load_causal_lm(model, dtype)
+        # a folder for CUDA in half precision is read on the meta device: each weight converted as it is written
+        # (the CPU packages compare the rewritten decoder with PyTorch, which needs the weights in memory)
+        meta = isinstance(model, (str, os.PathLike)) and provider == "cuda" and precision in ("fp16", "bf16")
+        lm = load_causal_lm(model, dtype, meta=meta)
         logger.info("exporting %s for onnxruntime-genai (%s, %s)", type(lm.model).__name__, precision, provider)
         inputs = decoder_inputs(lm.model)
         with bypass_export_some_errors(patch_transformers=True) as adapt, warnings.catch_warnings():
@@ -117,7 +122,8 @@ def export_genai(
             # empty past and one new token, which the package tests check by generating
             warnings.simplefilter("ignore", RangeConstraintWarning)
             onx = to_onnx(LastTokenLogits(lm.model), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
-                          optimize="onnxruntime", providers=provider, as_ir=True)
+                          optimize="onnxruntime", providers=provider, as_ir=True,
+                          weights=Checkpoint(lm.weights, prefix="lm.") if lm.weights else None)
         generation = getattr(lm.model, "generation_config", None)
         onx, attention = _group_query_attention(onx, lm.model, inputs, generation, provider)
         if precision == "int4":

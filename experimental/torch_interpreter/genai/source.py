@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..checkpoint import empty_weights
 from ..errors import GenAIError
 from .inputs import cache_argument
 
@@ -29,11 +30,15 @@ class CausalLM:
     model: torch.nn.Module
     config: object
     folder: str | None
+    #: the folder whose checkpoint holds the weights of a model built on the meta device (None: in memory)
+    weights: str | None = None
 
 
-def load_causal_lm(model: torch.nn.Module | str | os.PathLike, dtype: torch.dtype) -> CausalLM:
+def load_causal_lm(model: torch.nn.Module | str | os.PathLike, dtype: torch.dtype, meta: bool = False) -> CausalLM:
     """The causal LM ``model`` names (a folder written by ``save_pretrained``, or a transformers model), in eval
     mode and in ``dtype``; a model object in another dtype is copied first, the caller's model is left as it is.
+    With ``meta=True`` a folder's model is built on the meta device (:func:`~..checkpoint.empty_weights`), its
+    weights left in the folder's checkpoint (``CausalLM.weights``).
     Raises :class:`~experimental.torch_interpreter.GenAIError` when it is not a causal LM with a key-value cache.
 
     Example::
@@ -47,7 +52,7 @@ def load_causal_lm(model: torch.nn.Module | str | os.PathLike, dtype: torch.dtyp
     """
     if isinstance(model, (str, os.PathLike)):
         folder = os.fspath(model)
-        module = _from_folder(folder, dtype)
+        module = _from_folder(folder, dtype, meta)
     elif isinstance(model, torch.nn.Module):
         folder = None
         module = model
@@ -62,10 +67,10 @@ def load_causal_lm(model: torch.nn.Module | str | os.PathLike, dtype: torch.dtyp
     else:
         raise GenAIError(f"export_genai takes a model or a folder, not {type(model).__name__}")
     check_kv_cache(module)
-    return CausalLM(module.eval(), module.config, folder)
+    return CausalLM(module.eval(), module.config, folder, folder if meta and folder is not None else None)
 
 
-def _from_folder(folder: str, dtype: torch.dtype) -> torch.nn.Module:
+def _from_folder(folder: str, dtype: torch.dtype, meta: bool) -> torch.nn.Module:
     import transformers
 
     if not os.path.isdir(folder):
@@ -79,7 +84,13 @@ def _from_folder(folder: str, dtype: torch.dtype) -> torch.nn.Module:
     except (ValueError, KeyError, OSError) as e:
         raise GenAIError(f"transformers cannot read {folder}/config.json: {e}") from e
     try:
-        return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+        if not meta:
+            return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+        with empty_weights():
+            module = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
+        if os.path.exists(os.path.join(folder, "generation_config.json")):
+            module.generation_config = transformers.GenerationConfig.from_pretrained(folder)
+        return module
     except ValueError as e:
         if "Unrecognized configuration class" in str(e):
             raise GenAIError(
