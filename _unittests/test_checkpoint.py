@@ -182,8 +182,8 @@ def test_as_ir_reads_weights_when_needed(checkpoints, tmp_path):
 
 
 def test_genai_folder_for_cuda_is_read_on_the_meta_device(tmp_path, monkeypatch):
-    """export_genai(folder, "fp16", "cuda") builds the model on the meta device and converts each weight as it is
-    written: the package is the one the model loaded in memory gives, bit for bit."""
+    """export_genai(large folder, "fp16", "cuda") builds the model on the meta device and converts each weight as
+    it is written: the package is the one the model loaded in memory gives, bit for bit."""
     import onnx
     from onnx import numpy_helper
 
@@ -191,6 +191,9 @@ def test_genai_folder_for_cuda_is_read_on_the_meta_device(tmp_path, monkeypatch)
     from experimental.torch_interpreter.checkpoint import source
     from experimental.torch_interpreter.genai.tiny import write_random_causal_lm
 
+    from experimental.torch_interpreter.genai import package
+
+    monkeypatch.setattr(package, "META_ABOVE_BYTES", 0)  # the tiny folder read as a large one is
     src = tmp_path / "llama"
     write_random_causal_lm("llama", str(src))
     read = []
@@ -205,3 +208,22 @@ def test_genai_folder_for_cuda_is_read_on_the_meta_device(tmp_path, monkeypatch)
     weights = {i.name: numpy_helper.to_array(i).tobytes() for i in b.graph.initializer}
     assert {i.name: numpy_helper.to_array(i).tobytes() for i in a.graph.initializer} == weights
     assert meta.config == memory.config
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma2"])
+def test_genai_folder_for_the_cpu_read_on_the_meta_device(tmp_path, monkeypatch, family):
+    """A large folder for the CPU in fp32: the model on the meta device, GroupQueryAttention checked on a twin
+    with real weights (Gemma 2: one sliding and one full layer; its soft cap keeps Attention); onnxruntime-genai
+    generates transformers' greedy tokens from the package."""
+    from experimental.torch_interpreter import export_genai
+    from experimental.torch_interpreter.genai import generate, package
+    from experimental.torch_interpreter.genai.tiny import PAD, write_random_causal_lm
+
+    monkeypatch.setattr(package, "META_ABOVE_BYTES", 0)
+    src = tmp_path / family
+    write_random_causal_lm(family, str(src), layers=3)
+    built = export_genai(src, tmp_path / "pkg")
+    assert (built.attention == "GroupQueryAttention") == (family == "llama"), built.attention
+    prompts = [[1, 5, 17, 33, 8, 99, 4], [1, 44, 7]]
+    hf = transformers.AutoModelForCausalLM.from_pretrained(src).eval()
+    assert generate.genai_greedy(built.folder, prompts, 8) == generate.transformers_greedy(hf, prompts, 8, PAD)

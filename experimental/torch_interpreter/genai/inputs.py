@@ -59,8 +59,17 @@ def decoder_inputs(model: torch.nn.Module) -> DecoderInputs:
     prompt = torch.randint(3, vocab, (BATCH, PAST), generator=gen).to(weights_device)
     parameters = inspect.signature(model.forward).parameters
     argument = cache_argument(model)
-    with torch.no_grad():
-        out = model(input_ids=prompt, use_cache=True, **{argument: transformers.DynamicCache(config=model.config)})
+    # on the meta device, values cannot be read: transformers' look for padding tokens (GPT-2) is skipped
+    pad = getattr(model.config, "pad_token_id", None)
+    if weights_device.type == "meta":
+        model.config.pad_token_id = None
+    try:
+        with torch.no_grad():
+            out = model(input_ids=prompt, use_cache=True,
+                        **{argument: transformers.DynamicCache(config=model.config)})
+    finally:
+        if weights_device.type == "meta":
+            model.config.pad_token_id = pad
     cache = returned_cache(out, argument)
     if cache is not None and weights_device.type == "meta":
         for layer in cache.layers:

@@ -31,8 +31,9 @@ from .last_token import LastTokenLogits
 from .one_row_weights import one_row_weights
 from .quantize import quantize_int4
 from .shared_buffer_check import check_shared_buffer
-from .source import load_causal_lm
+from .source import CausalLM, load_causal_lm
 from .tokenizer_files import write_tokenizer
+from .twin import twin_model
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,11 @@ logger = logging.getLogger(__name__)
 PRECISIONS = ("fp32", "fp16", "bf16", "int4")
 PROVIDERS = ("cpu", "cuda")
 _DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+#: a folder whose safetensors files hold more bytes than this is read on the meta device: each weight converted as
+#: it is written, ``GroupQueryAttention`` checked on a twin (:mod:`.twin`); a smaller one is loaded and checked on
+#: its own weights (int4 always loads: onnxruntime's quantizer reads the whole model)
+META_ABOVE_BYTES = 2**30
 
 #: the decoder's file name in the package (its weights in ``MODEL_FILE + ".data"``)
 MODEL_FILE = "model.onnx"
@@ -76,8 +82,9 @@ def export_genai(
     ``onnxruntime_genai.Model(folder)`` loads it.
 
     :param model: a transformers causal LM (``*ForCausalLM``), or the folder ``save_pretrained`` wrote
-        (``config.json``, the weights, the tokenizer files); a folder exported for CUDA in ``fp16`` or ``bf16`` is
-        read on the meta device, each weight converted as it is written (a checkpoint larger than memory fits)
+        (``config.json``, the weights, the tokenizer files); a folder of more than :data:`META_ABOVE_BYTES` is
+        read on the meta device, each weight converted as it is written (a checkpoint larger than memory fits),
+        except for ``int4``
     :param folder: the package's folder, which must not exist (see ``overwrite``); it is written in a temporary
         folder beside it and renamed when complete, so a failure leaves nothing
     :param precision: ``"fp32"``; ``"fp16"`` or ``"bf16"`` (for CUDA); ``"int4"`` (the weights of every product
@@ -111,21 +118,13 @@ def export_genai(
     folder = os.path.abspath(os.fspath(folder))
     dtype = _check_arguments(folder, precision, provider, overwrite)
     with verbosity(verbose):
-        # a folder for CUDA in half precision is read on the meta device: each weight converted as it is written
-        # (the CPU packages compare the rewritten decoder with PyTorch, which needs the weights in memory)
-        meta = isinstance(model, (str, os.PathLike)) and provider == "cuda" and precision in ("fp16", "bf16")
+        meta = precision != "int4" and _checkpoint_bytes(model) > META_ABOVE_BYTES
         lm = load_causal_lm(model, dtype, meta=meta)
         logger.info("exporting %s for onnxruntime-genai (%s, %s)", type(lm.model).__name__, precision, provider)
         inputs = decoder_inputs(lm.model)
-        with bypass_export_some_errors(patch_transformers=True) as adapt, warnings.catch_warnings():
-            # torch.export's ranges start at 2 (a size of 0 or 1 would be specialized); the decoder runs with an
-            # empty past and one new token, which the package tests check by generating
-            warnings.simplefilter("ignore", RangeConstraintWarning)
-            onx = to_onnx(LastTokenLogits(lm.model), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
-                          optimize="onnxruntime", providers=provider, as_ir=True,
-                          weights=Checkpoint(lm.weights, prefix="lm.") if lm.weights else None)
+        onx = _decoder(lm.model, inputs, provider, lm.weights)
         generation = getattr(lm.model, "generation_config", None)
-        onx, attention = _group_query_attention(onx, lm.model, inputs, generation, provider)
+        onx, attention = _group_query_attention(onx, lm, inputs, generation, provider, dtype)
         if precision == "int4":
             onx = ir.from_proto(quantize_int4(ir.to_proto(onx), provider))
         elif precision == "fp32" and provider == "cpu":
@@ -141,11 +140,30 @@ def export_genai(
     return GenAIPackage(folder, files, config, precision, provider, seconds, dict(counts.most_common()), attention)
 
 
-def _group_query_attention(onx: ir.Model, lm: torch.nn.Module, inputs: Any, generation: Any,
-                           provider: str) -> tuple[ir.Model, str]:
+def _checkpoint_bytes(model: Any) -> int:
+    """The size of the safetensors files of the folder ``model`` (0 for a model object or another path)."""
+    if not isinstance(model, (str, os.PathLike)) or not os.path.isdir(model):
+        return 0
+    return sum(entry.stat().st_size for entry in os.scandir(model) if entry.name.endswith(".safetensors"))
+
+
+def _decoder(module: torch.nn.Module, inputs: Any, provider: str, weights: str | None) -> ir.Model:
+    """The decoder exported: the logits of the last token of each row, the weights of a meta model read from the
+    checkpoint of the folder ``weights``."""
+    with bypass_export_some_errors(patch_transformers=True) as adapt, warnings.catch_warnings():
+        # torch.export's ranges start at 2 (a size of 0 or 1 would be specialized); the decoder runs with an
+        # empty past and one new token, which the package tests check by generating
+        warnings.simplefilter("ignore", RangeConstraintWarning)
+        return to_onnx(LastTokenLogits(module), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
+                       optimize="onnxruntime", providers=provider, as_ir=True,
+                       weights=Checkpoint(weights, prefix="lm.") if weights else None)
+
+
+def _group_query_attention(onx: ir.Model, lm: CausalLM, inputs: Any, generation: Any, provider: str,
+                           dtype: torch.dtype) -> tuple[ir.Model, str]:
     """The decoder with ``GroupQueryAttention`` and the cache written in place when the rewrite applies and gives
-    PyTorch's logits (checked on the CPU), else the decoder as exported; and which attention it has (with the
-    reason when it is not ``GroupQueryAttention``)."""
+    PyTorch's logits (checked on the CPU; for a model on the meta device, on its twin: :mod:`.twin`), else the
+    decoder as exported; and which attention it has (with the reason when it is not ``GroupQueryAttention``)."""
     if provider != "cpu":
         return onx, "Attention (GroupQueryAttention is checked on the CPU only: packages for CUDA keep Attention)"
     candidate = onx.clone()
@@ -153,8 +171,17 @@ def _group_query_attention(onx: ir.Model, lm: torch.nn.Module, inputs: Any, gene
     if not fusion.layers:
         logger.info("GroupQueryAttention not used: %s", fusion.reason)
         return onx, f"Attention ({fusion.reason})"
+    checked, checked_inputs, checked_candidate = lm.model, inputs, candidate
+    if lm.weights is not None:  # no weights to run: the same rewrite checked on a twin with real weights
+        checked = twin_model(lm.config, dtype)
+        checked_inputs = decoder_inputs(checked)
+        checked_candidate = _decoder(checked, checked_inputs, provider, None)
+        twin_fusion = fuse_group_query_attention(checked_candidate, context_length(lm.config))
+        if not twin_fusion.layers:
+            return onx, f"Attention (GroupQueryAttention did not apply to the model's twin: {twin_fusion.reason})"
     pad = special_tokens(lm.config.get_text_config(decoder=True), generation)[2]
-    problem = check_shared_buffer(candidate, lm, inputs.cache_argument, pad, inputs.kv_heads, inputs.head_size)
+    problem = check_shared_buffer(checked_candidate, checked, checked_inputs.cache_argument, pad,
+                                  checked_inputs.kv_heads, checked_inputs.head_size)
     if problem:
         logger.warning("GroupQueryAttention not used, the decoder keeps Attention: the rewritten decoder does not "
                        "give PyTorch's logits (%s)", problem)
