@@ -117,19 +117,13 @@ class GraphBuilder:
         tensor = tensor.detach()
         if not tensor.is_contiguous():
             tensor = tensor.contiguous()
-        name = self.names.value(name)
-        value = ir.Value(
-            name=name,
-            type=ir.TensorType(onnx_dtype(tensor.dtype)),
-            shape=ir.Shape(tuple(tensor.shape)),
-            const_value=ir.tensor_adapters.TorchTensor(tensor, name=name),
-        )
-        self.initializers.append(value)
-        return value
+        onnx_dtype(tensor.dtype)  # a clear TypeError for a type ONNX does not have
+        return self.stored_initializer(name, ir.tensor_adapters.TorchTensor(tensor, name=name))
 
     def stored_initializer(self, name: str, tensor: ir.TensorProtocol) -> ir.Value:
-        """A weight whose values lie elsewhere (a checkpoint's file, a lazy conversion): read when needed."""
+        """A weight given as an ONNX tensor: in memory, in a checkpoint's file, or computed when it is read."""
         name = self.names.value(name)
+        tensor.name = name
         value = ir.Value(name=name, type=ir.TensorType(tensor.dtype), shape=ir.Shape(tuple(tensor.shape)),
                          const_value=tensor)
         self.initializers.append(value)

@@ -137,8 +137,9 @@ def to_onnx(
     :param weights: the values of a model whose parameters are on the meta device (built under
         :func:`~experimental.torch_interpreter.empty_weights`): a safetensors file, a folder of them
         (transformers' ``model.safetensors.index.json``), or a mapping from names to tensors; a stored tensor
-        of the model's type stays in its file (the saved model points at it, linked beside ``filename``), one of
-        another floating type is converted when the model is saved, one tensor at a time; see
+        of the model's type stays in its file when ``filename`` lies in the checkpoint's folder (the saved model
+        points at it), else it is copied; one of another floating type is converted when the model is saved, one
+        tensor at a time; see
         ``_doc/large_models.rst``
     :return: the ONNX model
 

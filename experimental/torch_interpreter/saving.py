@@ -35,6 +35,18 @@ ALIGNMENT = 4096
 logger = logging.getLogger(__name__)
 
 
+def in_place(tensor: ir.TensorProtocol | None) -> bool:
+    """Whether ``tensor`` is a checkpoint's tensor marked :data:`IN_PLACE` (the saved model may point at it)."""
+    return isinstance(tensor, ir.ExternalTensor) and bool(tensor.meta.get(IN_PLACE))
+
+
+def release_mapped(*tensors: ir.TensorProtocol) -> None:
+    """Unmaps the files of the tensors read from one (their pages leave the process); the others are left."""
+    for tensor in tensors:
+        if isinstance(tensor, ir.ExternalTensor):
+            tensor.release()
+
+
 def save(model: ir.Model, filename: str | os.PathLike, external_data: bool | None = None) -> list[str]:
     """Saves ``model`` to ``filename`` (and ``filename + '.data'`` when weights are external).
 
@@ -70,8 +82,7 @@ def _save(model: ir.Model, filename: str, external_data: bool | None) -> list[st
     base = os.path.basename(filename)
     if external_data is None:
         tensors = [v.const_value for v in model.graph.initializers.values() if v.const_value is not None]
-        in_place = any(isinstance(t, ir.ExternalTensor) and t.meta.get(IN_PLACE) for t in tensors)
-        external_data = in_place or sum(t.nbytes for t in tensors) > 2**20
+        external_data = any(in_place(t) for t in tensors) or sum(t.nbytes for t in tensors) > 2**20
     tmp = tempfile.mkdtemp(prefix=".tmp_", dir=folder)
     try:
         kept = _write_weights(model, tmp, base + ".data", folder) if external_data else _read_weights(model)
@@ -111,10 +122,9 @@ def _write_weights(model: ir.Model, tmp: str, data_name: str, folder: str) -> li
                     location, offset = data_name, -f.tell() % ALIGNMENT + f.tell()
                     f.seek(offset)
                     tensor.tofile(f) if hasattr(tensor, "tofile") else f.write(tensor.tobytes())
-                    if isinstance(tensor, ir.ExternalTensor):
-                        if tensor.meta.get(IN_PLACE):
-                            copied.add(tensor.path)
-                        tensor.release()  # its file's pages leave the process once copied
+                    if in_place(tensor):
+                        copied.add(tensor.path)
+                    release_mapped(tensor)  # its file's pages leave the process once copied
                 value.const_value = ir.ExternalTensor(location, offset, tensor.nbytes, tensor.dtype,
                                                       shape=ir.Shape(tensor.shape), name=value.name, base_dir=tmp)
                 kept.append((value, tensor))
@@ -130,7 +140,7 @@ def _write_weights(model: ir.Model, tmp: str, data_name: str, folder: str) -> li
 def _in_place_location(tensor: ir.TensorProtocol, folder: str) -> str | None:
     """The location, relative to ``folder``, of a checkpoint's tensor the model may point at (its file under
     ``folder``); None when it is to be copied."""
-    if not (isinstance(tensor, ir.ExternalTensor) and tensor.meta.get(IN_PLACE)):
+    if not in_place(tensor):
         return None
     relative = os.path.relpath(os.path.realpath(tensor.path), os.path.realpath(folder))
     return None if relative.startswith(os.pardir) else relative.replace(os.sep, "/")
@@ -152,5 +162,5 @@ def _read_weights(model: ir.Model) -> list[tuple[ir.Value, ir.TensorProtocol]]:
 def _in_memory(tensor: ir.ExternalTensor, name: str) -> ir.Tensor:
     """A copy in memory of a tensor read from a file, the file unmapped."""
     copy = ir.Tensor(np.array(tensor.numpy()), name=name)
-    tensor.release()
+    release_mapped(tensor)
     return copy

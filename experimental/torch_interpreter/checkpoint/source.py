@@ -16,7 +16,7 @@ import torch
 
 from ..dtypes import onnx_dtype
 from ..errors import CheckpointError
-from ..saving import IN_PLACE
+from ..saving import IN_PLACE, release_mapped
 from .empty_weights import meta_tensor_names
 from .safetensors_header import StoredTensor, read_safetensors
 
@@ -75,11 +75,6 @@ class Checkpoint:
                                           f"and {file!r}", tensor=name, path=file)
                 self.entries[name] = stored
 
-    @property
-    def files(self) -> list[str]:
-        """The safetensors files the tensors lie in (none for a mapping)."""
-        return sorted({e.path for e in self.entries.values() if isinstance(e, StoredTensor)})
-
     def tensor(self, name: str, shape: Iterable[int], dtype: torch.dtype,
                aliases: Iterable[str] = ()) -> ir.TensorProtocol:
         """The tensor ``name`` (or the first of its ``aliases`` the checkpoint holds: tied weights are stored once)
@@ -113,8 +108,7 @@ class Checkpoint:
 
         def converted() -> ir.Tensor:
             result = ir.Tensor(original.numpy().astype(numpy_type), name=name)
-            if isinstance(original, ir.ExternalTensor):
-                original.release()  # the file's pages leave the process once converted
+            release_mapped(original)  # the file's pages leave the process once converted
             return result
 
         return ir.LazyTensor(converted, dtype=target, shape=ir.Shape(shape), name=name)
@@ -152,7 +146,6 @@ def _files(path: str) -> list[str]:
     if not files:
         raise CheckpointError(f"weights={path!r}: the folder holds no safetensors file", path=path)
     return files
-
 
 
 class MetaWeights:

@@ -54,24 +54,25 @@ def decoder_inputs(model: torch.nn.Module) -> DecoderInputs:
     vocab = model.config.get_text_config(decoder=True).vocab_size
     gen = torch.Generator().manual_seed(0)
     weights_device = next(model.parameters()).device
+    on_meta = weights_device.type == "meta"
     # a model on the meta device computes the cache's shapes there; the inputs are real tensors of those shapes
-    device = torch.device("cpu") if weights_device.type == "meta" else weights_device
+    device = torch.device("cpu") if on_meta else weights_device
     prompt = torch.randint(3, vocab, (BATCH, PAST), generator=gen).to(weights_device)
     parameters = inspect.signature(model.forward).parameters
     argument = cache_argument(model)
     # on the meta device, values cannot be read: transformers' look for padding tokens (GPT-2) is skipped
     pad = getattr(model.config, "pad_token_id", None)
-    if weights_device.type == "meta":
+    if on_meta:
         model.config.pad_token_id = None
     try:
         with torch.no_grad():
             out = model(input_ids=prompt, use_cache=True,
                         **{argument: transformers.DynamicCache(config=model.config)})
     finally:
-        if weights_device.type == "meta":
+        if on_meta:
             model.config.pad_token_id = pad
     cache = returned_cache(out, argument)
-    if cache is not None and weights_device.type == "meta":
+    if cache is not None and on_meta:
         for layer in cache.layers:
             layer.keys, layer.values = (torch.zeros(t.shape, dtype=t.dtype) for t in (layer.keys, layer.values))
     if cache is None:

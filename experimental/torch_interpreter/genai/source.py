@@ -67,7 +67,7 @@ def load_causal_lm(model: torch.nn.Module | str | os.PathLike, dtype: torch.dtyp
     else:
         raise GenAIError(f"export_genai takes a model or a folder, not {type(model).__name__}")
     check_kv_cache(module)
-    return CausalLM(module.eval(), module.config, folder, folder if meta and folder is not None else None)
+    return CausalLM(module.eval(), module.config, folder, folder if meta else None)
 
 
 def _from_folder(folder: str, dtype: torch.dtype, meta: bool) -> torch.nn.Module:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ..saving import IN_PLACE
+from ..saving import IN_PLACE, in_place, release_mapped
 
 #: weights smaller than this (elements) are left to onnxscript's folding, which computes them at once
 LAZY_SIZE = 8192
@@ -55,9 +55,8 @@ def lazy_weight_transposes(model: ir.Model) -> int:
         rank = len(tensor.shape)
         perm = tuple(perm_attribute.as_ints()) if perm_attribute is not None else tuple(reversed(range(rank)))
         out = node.outputs[0]
-        shape = ir.Shape([tensor.shape[p] for p in perm])
         lazy = lazy_transpose(tensor, perm, out.name)
-        value = ir.Value(name=None, type=ir.TensorType(tensor.dtype), shape=shape, const_value=lazy)
+        value = ir.Value(name=None, type=ir.TensorType(tensor.dtype), shape=lazy.shape, const_value=lazy)
         out.replace_all_uses_with(value, replace_graph_outputs=True)
         graph.remove(node, safe=True)
         value.name = out.name
@@ -80,8 +79,7 @@ def kept_in_place(node: ir.Node) -> bool:
     """
     if node.op_type != "Transpose" or not node.inputs or node.inputs[0] is None:
         return False
-    tensor = node.inputs[0].const_value
-    return isinstance(tensor, ir.ExternalTensor) and bool(tensor.meta.get(IN_PLACE))
+    return in_place(node.inputs[0].const_value)
 
 
 def lazy_transpose(tensor: ir.TensorProtocol, perm: tuple[int, ...], name: str | None) -> ir.LazyTensor:
@@ -116,7 +114,7 @@ def reshaped(tensor: ir.TensorProtocol, shape: list[int], name: str | None) -> i
     if isinstance(tensor, ir.ExternalTensor):
         moved = ir.ExternalTensor(tensor.location, tensor.offset, tensor.length, tensor.dtype, shape=ir.Shape(shape),
                                   name=name or tensor.name, base_dir=tensor.base_dir)
-        if tensor.meta.get(IN_PLACE):
+        if in_place(tensor):
             moved.meta[IN_PLACE] = True
         return moved
 
@@ -124,10 +122,3 @@ def reshaped(tensor: ir.TensorProtocol, shape: list[int], name: str | None) -> i
         return ir.Tensor(tensor.numpy().reshape(shape), name=name)
 
     return ir.LazyTensor(values, dtype=tensor.dtype, shape=ir.Shape(shape), name=name)
-
-
-def release_mapped(*tensors: ir.TensorProtocol) -> None:
-    """Unmaps the files of the tensors read from one (their pages leave the process); the others are left."""
-    for tensor in tensors:
-        if isinstance(tensor, ir.ExternalTensor):
-            tensor.release()

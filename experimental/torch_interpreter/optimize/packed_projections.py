@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
+from ..saving import release_mapped
 from .graph_match import initializer, int64s, only_used_by, producer
-from .lazy_transposes import release_mapped
 from .rewrite import CountingPass
 
 
 def _constant_weight(value: ir.Value, matmul: ir.Node) -> tuple[Callable[[], np.ndarray], list[int], Any] | None:
-    """``(array getter, [K, N], the tensor it reads)`` when ``value`` is a 2-D constant that ``matmul`` alone reads (or the
-    ``Transpose`` of one, folded lazily), else None."""
+    """``(array getter, [K, N], the tensor it reads)`` when ``value`` is a 2-D constant that ``matmul`` alone reads
+    (or the ``Transpose`` of one, folded lazily), else None."""
     if not only_used_by(value, matmul):
         return None
     tensor = value.const_value
