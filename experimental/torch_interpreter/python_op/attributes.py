@@ -125,7 +125,9 @@ def node_attributes(
 
 def decode_constants(attrs: Mapping[str, Any], pointer: Any) -> dict[int, Any]:
     """The constant arguments of a PythonOp node by position, rebuilt from its attributes (``attrs`` maps
-    names to Python values); ``pointer(address)`` resolves the arguments passed by reference."""
+    names to Python values); ``pointer(address)`` resolves the arguments passed by reference. The layout is
+    checked before anything is decoded (:func:`check_constant_layout`): the work is linear in the attributes."""
+    check_constant_layout(attrs)
     constants: dict[int, Any] = {}
     cast = {"bool": bool, "int": int, "float": float}
     for kind in _KINDS:
@@ -154,6 +156,43 @@ def decode_constants(attrs: Mapping[str, Any], pointer: Any) -> dict[int, Any]:
             f"input_convention {convention!r}"
         )
     return constants
+
+
+def check_constant_layout(attrs: Mapping[str, Any]) -> None:
+    """Raises ``ValueError`` unless the constants of a PythonOp node (``attrs``: names to Python values) fill the
+    ``c`` positions of its ``input_convention`` once each, and each kind's tuples start at 0 with nondecreasing
+    ``*_tuple_begins`` within their values: what lets :func:`decode_constants` decode them in linear time (tuples
+    that overlap or repeat would not).
+
+    >>> check_constant_layout({"input_convention": "dcc", "input_int_tuples": [1, 2, 3],
+    ...                        "input_int_tuple_begins": [0, 0], "input_int_tuple_positions": [1, 2]})
+    >>> check_constant_layout({"input_convention": "dc", "input_int_tuples": [1, 2],
+    ...                        "input_int_tuple_begins": [1, 0], "input_int_tuple_positions": [1]})
+    Traceback (most recent call last):
+    ...
+    ValueError: PythonOp: input_int_tuple_begins [1, 0] do not start at 0 and grow within the 2 value(s)
+    """
+    convention = attrs["input_convention"]
+    seen: set[int] = set()
+    keys = [f"input_{k}_scalar_positions" for k in _KINDS] + [f"input_{k}_tuple_positions" for k in _KINDS]
+    for key in [*keys, "input_pointer_scalar_positions"]:
+        for p in attrs.get(key, []):
+            if not isinstance(p, int) or not 0 <= p < len(convention) or convention[p] != "c" or p in seen:
+                raise ValueError(
+                    f"PythonOp: {key} holds {p!r}: the constant positions are those of the c of "
+                    f"input_convention {convention[:80]!r}, each once"
+                )
+            seen.add(p)
+    for kind in _KINDS:
+        begins = list(attrs.get(f"input_{kind}_tuple_begins", []))
+        count = len(attrs.get(f"input_{kind}_tuples", []))
+        if begins and (
+            begins[0] != 0 or begins[-1] > count or any(b > a for a, b in zip(begins[1:], begins[:-1]))
+        ):
+            raise ValueError(
+                f"PythonOp: input_{kind}_tuple_begins {begins[:8]} do not start at 0 and grow within the {count} "
+                "value(s)"
+            )
 
 
 def _check_lengths(what: str, a: Sequence, b: Sequence) -> None:

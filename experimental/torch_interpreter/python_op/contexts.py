@@ -4,6 +4,10 @@ attributes, the differentiable inputs and outputs) under a *handle*, an int64 te
 node's output 0; the matching ``PythonOpGrad`` node receives the handle as its input 0 and calls ``backward`` once,
 which frees the context.
 
+A handle is a random 62-bit number, not a count: a model cannot name a context it was not given, and a
+``PythonOpGrad`` node can use only a context made by a forward of the same ``autograd.Function`` (its
+``func_name``), with one incoming gradient per output of that forward.
+
 A context whose handle is dropped before any backward (a forward run for evaluation, an exception between the two)
 is freed with the handle tensor. Both the eager implementation of the training custom ops (``python_op/training``)
 and the runtime (``runtime/python_calls``) go through here, so a graph runs the same way in eager mode and in
@@ -12,7 +16,7 @@ onnxruntime.
 
 from __future__ import annotations
 
-import itertools
+import secrets
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -25,7 +29,6 @@ from ..errors import RuntimeFeedError
 
 _LOCK = threading.Lock()
 _LIVE: dict[int, Record] = {}
-_HANDLES = itertools.count(1)
 
 
 @dataclass
@@ -73,16 +76,18 @@ def run_forward(
     ...         (x,) = ctx.saved_tensors
     ...         return 2 * x * g
     >>> handle, (y,) = run_forward("Square", Square.apply, list, [torch.tensor([3.0])], [1], lambda r: [r])
-    >>> y, run_backward(handle, [torch.tensor([1.0])])
+    >>> y, run_backward(handle, [torch.tensor([1.0])], "Square")
     (tensor([9.]), [tensor([6.])])
     """
     leaves = [t.detach().requires_grad_(bool(r) and t.is_floating_point()) for t, r in zip(tensors, requires_grads)]
     with torch.enable_grad():
         result = apply(*arguments(leaves))
     outs = outputs(result)
-    handle = next(_HANDLES)
     record = Record(name, [t if t.requires_grad else None for t in leaves], list(outs))
     with _LOCK:
+        handle = secrets.randbits(62) + 1
+        while handle in _LIVE:
+            handle = secrets.randbits(62) + 1
         _LIVE[handle] = record
     tensor = torch.tensor([handle], dtype=torch.int64, device=outs[0].device if outs else "cpu")
     weakref.finalize(tensor, _free, handle)
@@ -102,27 +107,32 @@ def unaliased(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -
     return [o.clone() if o.untyped_storage().data_ptr() in storages else o for o in outputs]
 
 
-def run_backward(handle: torch.Tensor | int, grads: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
+def run_backward(
+    handle: torch.Tensor | int, grads: Sequence[torch.Tensor | None], name: str, where: str = "PythonOpGrad"
+) -> list[torch.Tensor | None]:
     """Calls the ``backward`` of the context ``handle`` once with ``grads`` (one per output, None for an output
     without gradient) and frees it; returns one gradient per tensor argument of the forward (zeros for one the
-    outputs do not depend on, None for an argument that is not a tensor).
+    outputs do not depend on, None for an argument that is not a tensor). The context must have been made by a
+    forward of the Function ``name`` with as many outputs as ``grads``; ``where`` names the caller in errors.
 
-    >>> run_backward(10**12, [])
+    >>> run_backward(10**12, [], "m.F")
     Traceback (most recent call last):
     ...
-    experimental.torch_interpreter.errors.RuntimeFeedError: PythonOpGrad: no forward context has the handle 1000000000000 in this process (each forward's context serves one backward)
+    experimental.torch_interpreter.errors.RuntimeFeedError: PythonOpGrad: no forward context of m.F has the handle 1000000000000 in this process (each forward's context serves one backward)
     """
+    if isinstance(handle, torch.Tensor) and (handle.dtype != torch.int64 or handle.numel() != 1):
+        raise RuntimeFeedError(f"{where}: the context is an int64 tensor of one element, not {handle.dtype} {tuple(handle.shape)}")
     key = int(handle.reshape(-1)[0]) if isinstance(handle, torch.Tensor) else int(handle)
     with _LOCK:
-        record = _LIVE.pop(key, None)
+        record = _LIVE.get(key)
+        if record is not None and record.name == name and len(grads) == len(record.outputs):
+            del _LIVE[key]
+        else:
+            record = None
     if record is None:
         raise RuntimeFeedError(
-            f"PythonOpGrad: no forward context has the handle {key} in this process (each forward's context "
+            f"{where}: no forward context of {name} has the handle {key} in this process (each forward's context "
             "serves one backward)"
-        )
-    if len(grads) != len(record.outputs):
-        raise RuntimeFeedError(
-            f"PythonOpGrad {record.name}: {len(grads)} incoming gradient(s) for {len(record.outputs)} output(s)"
         )
     pairs = [(o, g) for o, g in zip(record.outputs, grads) if o.requires_grad and g is not None]
     wanted = [t for t in record.inputs if t is not None]

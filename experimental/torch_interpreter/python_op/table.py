@@ -8,6 +8,7 @@ the user allowed, ``runtime/trust.py``).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import threading
 from collections.abc import Callable, Sequence
@@ -194,9 +195,9 @@ def registered_function(name: str) -> type | None:
     return _FUNCTIONS.get(name)
 
 
-def check_function_name(name: str) -> list[str]:
-    """The dotted parts of a ``func_name``; raises :class:`MalformedModelError` unless each is a Python identifier
-    that is not a dunder name (``__class__``...).
+def check_function_name(name: str, where: str = "PythonOp") -> list[str]:
+    """The dotted parts of a ``func_name``; raises :class:`MalformedModelError` (``where`` names the node) unless
+    each is a Python identifier that is not a dunder name (``__class__``...).
 
     >>> check_function_name("mypkg.layers.MyFunction")
     ['mypkg', 'layers', 'MyFunction']
@@ -204,15 +205,17 @@ def check_function_name(name: str) -> list[str]:
     parts = name.split(".") if isinstance(name, str) else []
     if len(parts) < 2 or not all(p.isidentifier() and not p.startswith("__") for p in parts):
         raise MalformedModelError(
-            f"PythonOp: func_name {name!r} is not the qualified name of a class (module.Class, Python identifiers)"
+            f"{where}: func_name {name[:200]!r} is not the qualified name of a class (module.Class, Python identifiers)"
         )
     return parts
 
 
-def resolve_function(name: str, import_module: Callable[[str], Any] | None = None) -> type:
+def resolve_function(name: str, import_module: Callable[[str], Any] | None = None, where: str = "PythonOp") -> type:
     """The ``torch.autograd.Function`` class named ``name``: exported or registered in this process; otherwise,
     when ``import_module`` is given, looked up in the longest module of ``name`` it imports (it raises to refuse a
-    module, ``ModuleNotFoundError`` for a module that does not exist). Without it nothing is imported.
+    module, ``ModuleNotFoundError`` for a module that does not exist), by exact name: the class must be defined
+    there under that qualified name (``func_name(cls) == name``), found in the objects' dictionaries without
+    running any ``__getattr__``. Without it nothing is imported; ``where`` names the node in errors.
 
     >>> resolve_function("torch.autograd.function.Function")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -222,7 +225,7 @@ def resolve_function(name: str, import_module: Callable[[str], Any] | None = Non
     cls = _FUNCTIONS.get(name)
     if cls is not None:
         return cls
-    parts = check_function_name(name)
+    parts = check_function_name(name, where)
     if import_module is None:
         raise UntrustedCodeError(
             f"PythonOp: the autograd.Function {name!r} is not registered in this process and nothing may be "
@@ -236,18 +239,21 @@ def resolve_function(name: str, import_module: Callable[[str], Any] | None = Non
             if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
                 continue  # that module does not exist: the name may go on with a class inside a shorter module
             raise
-        obj = _attribute_path(obj, parts[i:])
-        if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
+        obj = _defined_in(obj, parts[i:])
+        if isinstance(obj, type) and issubclass(obj, torch.autograd.Function) and func_name(obj) == name:
             return obj
         break
     raise MissingFunctionError(
-        f"PythonOp: cannot find the autograd.Function {name!r}: no module of that name defines it in this process"
+        f"{where}: cannot find the autograd.Function {name!r}: no module of that name defines a class of that "
+        "qualified name in this process (a class is found where it is defined, not through what a module imports)"
     )
 
 
-def _attribute_path(obj: Any, names: Sequence[str]) -> Any:
+def _defined_in(obj: Any, names: Sequence[str]) -> Any:
+    """The attribute path ``names`` of ``obj`` read from the objects' dictionaries only: no ``__getattr__``
+    (torch's lazy submodules, a module's hooks) and no property runs."""
     for attr in names:
-        obj = getattr(obj, attr, None)
+        obj = inspect.getattr_static(obj, attr, None)
     return obj
 
 

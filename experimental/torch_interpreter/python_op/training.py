@@ -52,7 +52,7 @@ def python_op_grad(
 ) -> list[torch.Tensor]:
     """Calls the backward of the context ``context`` once: the gradients of the tensor inputs that need one."""
     call = table.get(key)
-    computed = contexts.run_backward(context, grads)
+    computed = contexts.run_backward(context, grads, call.name)
     shapes = call.split_sizes(sizes)
     results = []
     for i, shape in zip(_wanted(call), shapes):

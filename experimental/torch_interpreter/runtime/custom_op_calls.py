@@ -17,7 +17,7 @@ import torch
 from ..errors import MalformedModelError, MissingCustomOpError, UntrustedCodeError
 from ..python_op.attributes import decode_constants
 from ..python_op.encoding import DEFAULT_ARGUMENT, PREFIX, object_table, read_comment, tensor_lists
-from .trust import TrustPolicy, import_module, is_builtin_namespace
+from .trust import TrustPolicy, import_module, is_builtin_namespace, torch_owned
 
 #: the type of ``torch.ops.<namespace>``, to tell a namespace from the other attributes of ``torch.ops``
 _NAMESPACE_TYPE = type(torch.ops.aten)
@@ -109,7 +109,7 @@ def resolve_op(
         )
     op = registered_op(namespace, name, overload)
     if op is not None:
-        return op
+        return _callable(op, where, qualname)
     module = _module_of(comment)
     imported = module is not None and policy.allows(module)
     if imported:
@@ -118,6 +118,22 @@ def resolve_op(
     if op is None:
         in_main = read_comment(comment).get("module") == "__main__"
         raise _missing(where, qualname, "__main__" if in_main else module, imported)
+    return _callable(op, where, qualname)
+
+
+def _callable(op: torch._ops.OpOverload, where: str, qualname: str) -> torch._ops.OpOverload:
+    if torch_owned(op):
+        raise UntrustedCodeError(
+            f"{where} calls {qualname}, an op registered by torch itself (namespace {op.namespace!r}): a PythonOp "
+            "node calls the user's custom ops only and no option allows this (the exporter never writes it: the "
+            "model was edited)"
+        )
+    written = [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if written:
+        raise UntrustedCodeError(
+            f"{where} calls {qualname}, which writes into its argument(s) {written}: the exporter never writes such "
+            "a node (the runtime shares its tensors with the caller), the model was edited"
+        )
     return op
 
 

@@ -1,7 +1,8 @@
 """The one place the runtime turns a model given as a path, bytes, ``onnx.ModelProto`` or ``onnx_ir.Model`` into
 what it needs: what onnxruntime loads (a path or bytes), or an ``onnx.ModelProto``.
 
-The metadata of a model is read by :func:`experimental.torch_interpreter.metadata.read`.
+The metadata of a model is read by :func:`experimental.torch_interpreter.metadata.read`; :func:`load_contained`
+gives the model with its external data read from its own folder only (:mod:`.tensor_data`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Any
 
 import onnx
 import onnx_ir as ir
+
+from .tensor_data import check_declared_sizes, inline_external_data, model_tensors as _tensors
 
 #: what the sessions accept as a model
 Model = str | os.PathLike | bytes | onnx.ModelProto | ir.Model
@@ -52,3 +55,36 @@ def load(model: Any, external_data: bool = True) -> onnx.ModelProto:
     if isinstance(model, (str, os.PathLike)):
         return onnx.load(os.fspath(model), load_external_data=external_data)
     raise TypeError(f"expected a path, bytes, onnx.ModelProto or onnx_ir.Model, not {type(model)}")
+
+
+def _folder(model: Any) -> str | None:
+    if isinstance(model, (str, os.PathLike)):
+        return os.path.dirname(os.path.abspath(os.fspath(model)))
+    if isinstance(model, ir.Model):  # an object built in this process: its external tensors say where they are
+        folders = {
+            os.path.abspath(v.const_value.base_dir)
+            for v in model.graph.initializers.values()
+            if isinstance(v.const_value, ir.ExternalTensor)
+        }
+        return folders.pop() if len(folders) == 1 else None
+    return None
+
+
+def load_contained(model: Any) -> onnx.ModelProto:
+    """``model`` as an ``onnx.ModelProto`` holding all its data: tensors stored outside are read from files in
+    the model's folder only (a path's folder, the one folder of an ``onnx_ir.Model``'s external tensors; none for
+    bytes or a proto), each tensor's values checked against its shape, or refused with
+    :class:`~experimental.torch_interpreter.errors.MalformedModelError`.
+    A proto given with external references is copied, not changed.
+
+    >>> proto = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], []))
+    >>> load_contained(proto) is proto
+    True
+    """
+    proto = load(model, external_data=False)
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t, _ in _tensors(proto)):
+        if proto is model:
+            proto = onnx.ModelProto.FromString(proto.SerializeToString())
+        inline_external_data(proto, _folder(model))
+    check_declared_sizes(proto)
+    return proto

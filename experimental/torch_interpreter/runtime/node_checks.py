@@ -49,11 +49,14 @@ GRAD_EXPECTED = {
     "output_convention": _A.STRING,
     "output_tensor_requires_grads": _A.INTS,
     "output_tensor_types": _A.INTS,
+    "output_tensor_ranks": _A.INTS,
+    "input_tensor_types": _A.INTS,
+    "input_tensor_ranks": _A.INTS,
 }
 
 
 def _where(node: onnx.NodeProto) -> str:
-    return f"PythonOp node {node.name!r}"
+    return f"{node.op_type} node {node.name!r}"
 
 
 def _value(node: onnx.NodeProto, attr: onnx.AttributeProto, expected: dict[str, int] = EXPECTED) -> Any:
@@ -94,12 +97,19 @@ def _check_outputs(node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
     for name in ("output_tensor_types", "output_tensor_ranks"):
         if name in attrs and len(attrs[name]) != count:
             raise MalformedModelError(f"{_where(node)}: {name} has {len(attrs[name])} entries for {count} output(s)")
-    wrong = [t for t in attrs.get("output_tensor_types", []) if t not in _TENSOR_TYPES]
-    if wrong:
-        raise MalformedModelError(f"{_where(node)}: output_tensor_types holds unknown element types {wrong[:8]}")
-    wrong = [r for r in attrs.get("output_tensor_ranks", []) if not 0 <= r <= MAX_RANK]
-    if wrong:
-        raise MalformedModelError(f"{_where(node)}: output_tensor_ranks {wrong[:8]} out of [0, {MAX_RANK}]")
+    _check_types_and_ranks(node, attrs)
+
+
+def _check_types_and_ranks(node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+    for side in ("input", "output"):
+        # a PythonOpGrad's input type 0: that output of the forward gets no gradient
+        known = _TENSOR_TYPES | {0} if side == "input" else _TENSOR_TYPES
+        wrong = [t for t in attrs.get(f"{side}_tensor_types", []) if t not in known]
+        if wrong:
+            raise MalformedModelError(f"{_where(node)}: {side}_tensor_types holds unknown element types {wrong[:8]}")
+        wrong = [r for r in attrs.get(f"{side}_tensor_ranks", []) if not 0 <= r <= MAX_RANK]
+        if wrong:
+            raise MalformedModelError(f"{_where(node)}: {side}_tensor_ranks {wrong[:8]} out of [0, {MAX_RANK}]")
 
 
 def _check_comment(node: onnx.NodeProto, comment: str) -> None:
@@ -151,15 +161,18 @@ def grad_node_attributes(node: onnx.NodeProto) -> dict[str, Any]:
         if name not in attrs:
             raise MalformedModelError(f"{_where(node)}: the attribute {name!r} is missing")
     convention = attrs["output_convention"]
+    if not node.output:
+        raise MalformedModelError(f"{_where(node)}: no output (one gradient per tensor input of the forward)")
     if set(convention) - {"c", "d"} or convention.count("d") != len(node.output):
         raise MalformedModelError(
             f"{_where(node)}: output_convention {convention[:80]!r} does not describe its {len(node.output)} output(s)"
         )
     if not node.input or not node.input[0]:
         raise MalformedModelError(f"{_where(node)}: input 0 (the context) is missing")
-    for name in ("output_tensor_requires_grads", "output_tensor_types"):
+    for name in ("output_tensor_requires_grads", "output_tensor_types", "output_tensor_ranks"):
         if name in attrs and len(attrs[name]) != len(node.output):
             raise MalformedModelError(
                 f"{_where(node)}: {name} has {len(attrs[name])} entries for {len(node.output)} output(s)"
             )
+    _check_types_and_ranks(node, attrs)
     return attrs

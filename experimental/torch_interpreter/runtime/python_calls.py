@@ -43,6 +43,8 @@ class PythonCall:
     cls: type | None = None
     op: torch._ops.OpOverload | None = None
     lists: dict[int, int] = field(default_factory=dict)
+    #: the ranks the node declares for its outputs (``output_tensor_ranks``), empty when it declares none
+    output_ranks: list[int] = field(default_factory=list)
     #: ``training_mode=1``: a Function run with autograd recording, its context kept for the PythonOpGrad node
     requires_grads: list[int] | None = None
 
@@ -80,12 +82,13 @@ class GradCall:
     node: onnx.NodeProto
     label: str
     output_types: list[int]
+    output_ranks: list[int] = field(default_factory=list)
 
     def run(self, tensors: Sequence[torch.Tensor | None], device: torch.device) -> tuple[None, list[Any]]:
         """The gradients of the forward's tensor inputs (None where none), from the context and the incoming
         gradients ``tensors``."""
         context, grads = tensors[0], list(tensors[1:])
-        return None, contexts.run_backward(context, grads)
+        return None, contexts.run_backward(context, grads, self.label, f"PythonOpGrad node {self.node.name!r}")
 
 
 def function_class(name: str, policy: TrustPolicy, where: str) -> type:
@@ -101,7 +104,7 @@ def function_class(name: str, policy: TrustPolicy, where: str) -> type:
     cls = table.registered_function(name)
     if cls is not None:
         return cls
-    module = ".".join(table.check_function_name(name)[:-1])
+    module = ".".join(table.check_function_name(name, where)[:-1])
     if not policy.allows(module):
         raise UntrustedCodeError(
             f"{where}: the autograd.Function {name!r} is not registered in this process and its module {module!r} "
@@ -109,7 +112,7 @@ def function_class(name: str, policy: TrustPolicy, where: str) -> type:
             "class with experimental.torch_interpreter.python_op.register_function(cls), or "
             f"{option_hint(module)}"
         )
-    return table.resolve_function(name, lambda module: import_module(module, policy, where))
+    return table.resolve_function(name, lambda module: import_module(module, policy, where), where)
 
 
 def python_call(node: onnx.NodeProto, policy: TrustPolicy | None = None) -> PythonCall | GradCall:
@@ -132,19 +135,21 @@ def python_call(node: onnx.NodeProto, policy: TrustPolicy | None = None) -> Pyth
     where = f"PythonOp node {node.name!r}"
     if node.op_type == GRAD_OP_TYPE:
         attrs = grad_node_attributes(node)
-        return GradCall(node, attrs["func_name"], list(attrs.get("output_tensor_types", [])))
+        ranks = list(attrs.get("output_tensor_ranks", []))
+        return GradCall(node, attrs["func_name"], list(attrs.get("output_tensor_types", [])), ranks)
     attrs = node_attributes(node)
     name, convention = attrs["func_name"], attrs["input_convention"]
     types = list(attrs.get("output_tensor_types", []))
+    ranks = list(attrs.get("output_tensor_ranks", []))
     if name.startswith(PREFIX):
         op = resolve_op(name, attrs.get("comment", ""), node.name, policy)
         constants, lists = node_constants(attrs, op, where)
-        return PythonCall(node, name, convention, constants, types, op=op, lists=lists)
+        return PythonCall(node, name, convention, constants, types, op=op, lists=lists, output_ranks=ranks)
     cls = function_class(name, policy, where)
     trains = attrs.get("training_mode", 0) == 1
     return PythonCall(
         node, name, convention, _function_constants(attrs, name, where), types, cls=cls,
-        requires_grads=list(attrs.get("input_requires_grads", [])) if trains else None,
+        requires_grads=list(attrs.get("input_requires_grads", [])) if trains else None, output_ranks=ranks,
     )
 
 
@@ -189,7 +194,7 @@ class PythonOp(OpRun):
             result = call(tensors)
         outs = [result] if isinstance(result, torch.Tensor) else list(result)
         if len(outs) != len(self.onnx_node.output) - 1:
-            raise RuntimeError(
+            raise MalformedModelError(
                 f"PythonOp {self.onnx_node.name!r}: {call.label} returned {len(outs)} value(s), the node has "
                 f"{len(self.onnx_node.output) - 1} output(s)"
             )

@@ -20,18 +20,46 @@ import torch
 
 from ..metadata import read as read_metadata
 from ..dtypes import onnx_dtype
-from ..errors import RuntimeFeedError
+from ..errors import MalformedModelError, RuntimeFeedError, TorchInterpreterError
 from .feeds import FeedChecks
 from .guards import SizeChecks
-from .model_loading import Model, load
+from .model_loading import Model, load_contained
 from .ort_values import CUDA, as_numpy, as_ortvalue, default_providers, to_torch
 from .python_calls import ControlFlowCall, GradCall, PythonCall, check_python_ops, python_call
 from .python_op_nodes import is_python_op, node_inputs
 from .segments import NodeArg, Segment, evaluate_constant, node_arg, plan, segment_model, value_infos
+from .sharing import SharedInitializers, constants_as_initializers
 from .session import OrtSession
 from .trust import TrustPolicy
 
 logger = logging.getLogger(__name__)
+
+
+def _own_options() -> ort.SessionOptions:
+    """The options of a segment's session when the user gave none: onnxruntime's threads spin after each run,
+    which slows torch down for tens of milliseconds when a PythonOp node follows; without spinning, the threads
+    sleep at once."""
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
+
+
+def _segment_session(
+    sub: onnx.ModelProto, step: Segment, providers: list[str] | None, sess_options: ort.SessionOptions
+) -> OrtSession:
+    """The session of one segment; onnxruntime's refusal of a segment (the types a PythonOp node declares do not
+    fit the nodes reading its outputs...) becomes a :class:`MalformedModelError` naming the segment's nodes."""
+    try:
+        return OrtSession(sub, providers=providers, sess_options=sess_options)
+    except (TorchInterpreterError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - onnxruntime's Fail, InvalidGraph... derive from Exception only
+        names = [n.name or n.op_type for n in step.nodes[:8]]
+        raise MalformedModelError(
+            f"onnxruntime refused the part of the model between PythonOp nodes made of the nodes {names}"
+            f"{'...' if len(step.nodes) > 8 else ''}: {str(e).splitlines()[0][:500]} (do the types and ranks "
+            "the PythonOp nodes declare fit the nodes reading their outputs?)"
+        ) from e
 
 
 class PythonOpSession:
@@ -71,14 +99,11 @@ class PythonOpSession:
         policy: TrustPolicy | None = None,
     ):
         policy = policy or TrustPolicy()
-        if sess_options is None:
-            # onnxruntime's threads spin after each run, which slows torch down for tens of milliseconds when
-            # a PythonOp node follows; without spinning, the threads sleep at once
-            sess_options = ort.SessionOptions()
-            sess_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        proto = load(model)
+        own_options = sess_options is None
+        proto = load_contained(model)  # external data from the model's folder only, before anything reads it
         check_python_ops(proto, policy)  # refused here, before anything is created or run
         graph = proto.graph
+        constants_as_initializers(graph)
         initializers = {t.name: t for t in graph.initializer}
         self._inputs = [node_arg(i) for i in graph.input if i.name not in initializers]
         self._outputs = [node_arg(o) for o in graph.output]
@@ -89,6 +114,11 @@ class PythonOpSession:
         types = value_infos(proto)
 
         steps, free = plan(graph)
+        # an initializer several segments read is held once, not copied into each (sharing.py)
+        shared = SharedInitializers.create(steps, initializers, own_options)
+        in_segments = shared.segment_initializers(initializers)
+        self._constants: dict[str, torch.Tensor] = dict(shared.fed)
+        types.update(shared.types)
         self._steps: list[Segment | PythonCall | GradCall | ControlFlowCall] = []
         producers = {}  # name -> step index
         consumers: dict[str, list[int]] = {}
@@ -103,9 +133,11 @@ class PythonOpSession:
             for name in produced:
                 producers[name] = i
         graph_outputs = set(self._output_names)
+        #: the values a later step or the caller reads
+        self._read = graph_outputs | set(consumers)
         # constants read by PythonOp nodes or returned as they are: computed once here
         wanted = graph_outputs | {n for step in steps if not isinstance(step, Segment) for n in node_inputs(step)}
-        self._constants: dict[str, torch.Tensor] = {}
+        self._shared = shared  # its OrtValues live as long as the segments' sessions
         for node in {id(free[n]): free[n] for n in wanted if n in free}.values():
             self._constants.update(evaluate_constant(node, proto))
         for name in graph_outputs:  # an output the optimizer folded into an initializer
@@ -118,7 +150,7 @@ class PythonOpSession:
             if isinstance(step, Segment):
                 produced = {o for n in step.nodes for o in n.output if o}
                 step.inputs = sorted(
-                    {n for node in step.nodes for n in node_inputs(node)} - produced - set(initializers),
+                    {n for node in step.nodes for n in node_inputs(node)} - produced - set(in_segments),
                     key=lambda n: (producers.get(n, -1), n),
                 )
                 step.outputs = [
@@ -131,8 +163,12 @@ class PythonOpSession:
                     continue
                 if any(n not in types for n in step.inputs):  # a model without value_info: infer the types
                     types.update(value_infos(proto, infer=True))
-                sub = segment_model(proto, step, initializers, types, i)
-                step.session = OrtSession(sub, providers=chosen, sess_options=sess_options)
+                sub = segment_model(proto, step, in_segments, types, i)
+                options = sess_options
+                if own_options:
+                    options = _own_options()
+                    shared.give(options, {n for node in step.nodes for n in node_inputs(node)})
+                step.session = _segment_session(sub, step, chosen, options)
                 chosen = step.session.get_providers()
                 self._steps.append(step)
             else:
@@ -240,19 +276,30 @@ class PythonOpSession:
         context, outs = step.run(tensors, self._device)
         first = 1 if isinstance(step, PythonCall) else 0
         if len(outs) != len(node.output) - first:
-            raise RuntimeError(
-                f"{node.op_type} {node.name!r}: {step.label} returned {len(outs)} value(s), "
+            raise MalformedModelError(
+                f"{node.op_type} node {node.name!r}: {step.label} returned {len(outs)} value(s), "
                 f"the node has {len(node.output) - first} output(s)"
             )
+        for i, (out, rank) in enumerate(zip(outs, step.output_ranks)):
+            if isinstance(out, torch.Tensor) and out.dim() != rank:
+                raise MalformedModelError(
+                    f"{node.op_type} node {node.name!r}: output {i} of {step.label} has rank {out.dim()}, the node "
+                    f"declares {rank} (output_tensor_ranks)"
+                )
         for i, (out, expected) in enumerate(zip(outs, step.output_types)):
             if out is None and isinstance(step, GradCall):
+                if node.output[i] in self._read:
+                    raise RuntimeFeedError(
+                        f"{node.op_type} {node.name!r}: output {i} is read by the graph, but the forward's tensor input "
+                        "it is the gradient of did not require one (input_requires_grads): the model was edited"
+                    )
                 continue
             if not isinstance(out, torch.Tensor):
-                raise RuntimeError(f"{node.op_type} {node.name!r}: output {i} of {step.label} is not a tensor")
+                raise MalformedModelError(f"{node.op_type} node {node.name!r}: output {i} of {step.label} is not a tensor")
             if int(onnx_dtype(out.dtype)) != expected:
-                raise RuntimeError(
-                    f"{node.op_type} {node.name!r}: output {i} of {step.label} is {out.dtype}, the "
-                    f"model says {ir.DataType(expected).name}"
+                raise MalformedModelError(
+                    f"{node.op_type} node {node.name!r}: output {i} of {step.label} is {out.dtype}, the "
+                    f"node declares {ir.DataType(expected).name} (output_tensor_types)"
                 )
         if first and node.output[0]:
             env[node.output[0]] = context

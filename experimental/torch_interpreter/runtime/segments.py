@@ -20,6 +20,9 @@ import onnx_ir as ir
 import torch
 from onnx.reference import ReferenceEvaluator
 
+from ..errors import MalformedModelError
+from ..python_op.attributes import GRAD_OP_TYPE
+from .node_checks import grad_node_attributes, node_attributes
 from .python_op_nodes import holds_python_op, is_python_op, node_inputs
 
 logger = logging.getLogger(__name__)
@@ -113,12 +116,12 @@ def value_infos(model: onnx.ModelProto, infer: bool = False) -> dict[str, onnx.V
     for node in model.graph.node:
         if not is_python_op(node):
             continue
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        if node.output[0] and node.output[0] not in infos:
+        grad = node.op_type == GRAD_OP_TYPE
+        attrs = grad_node_attributes(node) if grad else node_attributes(node)  # checked: bounded ranks
+        outputs = list(node.output) if grad else list(node.output[1:])
+        if not grad and node.output[0] and node.output[0] not in infos:
             infos[node.output[0]] = onnx.helper.make_tensor_value_info(node.output[0], onnx.TensorProto.INT64, [1])
-        for name, elem, rank in zip(
-            node.output[1:], attrs.get("output_tensor_types", []), attrs.get("output_tensor_ranks", [])
-        ):
+        for name, elem, rank in zip(outputs, attrs.get("output_tensor_types", []), attrs.get("output_tensor_ranks", [])):
             if name and name not in infos:
                 infos[name] = onnx.helper.make_tensor_value_info(name, elem, [None] * rank)
     return infos
@@ -135,7 +138,10 @@ def segment_model(
     used = {n for node in segment.nodes for n in node_inputs(node)}
     missing = [n for n in segment.inputs if n not in types]
     if missing:
-        raise RuntimeError(f"the types of {missing} are unknown: cannot cut the model at its PythonOp nodes")
+        raise MalformedModelError(
+            f"the types of {missing[:8]} are unknown: cannot cut the model at its PythonOp nodes (the nodes producing "
+            "them declare no output_tensor_types and output_tensor_ranks)"
+        )
     outputs = [types[o] if o in types else onnx.helper.make_empty_tensor_value_info(o) for o in segment.outputs]
     graph = onnx.helper.make_graph(
         segment.nodes,

@@ -8,7 +8,9 @@ did not allow:
 * an ``autograd.Function`` must be exported or registered in this process (``register_function``), or live in a
   module the user allowed (``trusted_modules``, or ``trust_python_code=True``), which is then imported;
 * a custom op must be registered in this process (its library imported by the user) or defined in an allowed
-  module, which is then imported; torch's own namespaces (aten, prims...) are refused whatever the options;
+  module, which is then imported; torch's own ops are refused whatever the options (:func:`torch_owned`: deny by
+  default, an op is callable only when its registration is known to come from outside torch), and so are ops
+  that write into their arguments (the exporter never writes them: the runtime shares tensors with the caller);
 * anything else raises :class:`~experimental.torch_interpreter.errors.UntrustedCodeError` naming the node, the
   module or op and the option, before anything is imported.
 """
@@ -16,11 +18,15 @@ did not allow:
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
+import torch
+
 from ..errors import MissingFunctionError, UntrustedCodeError
+from ..python_op.encoding import defining_module
 
 #: namespaces of torch's own operators, never called through a PythonOp node (the exporter writes custom ops
 #: only); checked against the namespaces a bare ``import torch`` registers by ``_unittests/test_untrusted_models.py``
@@ -41,6 +47,51 @@ def is_builtin_namespace(namespace: str) -> bool:
     (True, True, False)
     """
     return namespace in BUILTIN_NAMESPACES or namespace.startswith("_")
+
+
+_TORCH_DIR = os.path.realpath(os.path.dirname(torch.__file__))
+
+
+def registration_file(op: torch._ops.OpOverload) -> str | None:
+    """The file that registered ``op``'s schema, as torch's dispatcher records it (``registered at FILE:LINE``):
+    a Python file for an op defined with ``torch.library.Library``, a C++ source for a compiled one; None when
+    the dispatcher does not say.
+
+    >>> registration_file(torch.ops.aten.relu.default).endswith(".cpp")
+    True
+    """
+    try:
+        dump = torch._C._dispatch_dump(f"{op.namespace}::{op._opname}")
+    except (RuntimeError, AttributeError):
+        return None
+    for line in dump.splitlines():
+        if line.startswith("debug: registered at "):
+            return line[len("debug: registered at ") :].rsplit(":", 1)[0]
+    return None
+
+
+def torch_owned(op: torch._ops.OpOverload) -> bool:
+    """Whether ``op`` belongs to torch (deny by default): a namespace of :data:`BUILTIN_NAMESPACES` or a private
+    one, an op whose defining Python module is torch's (``torch.library.custom_op``, a fake kernel), whose
+    schema was registered by a file of torch's package (``torch.library.Library`` in ``torch.distributed``,
+    ``torch._dynamo``...), or whose origin is unknown. A user's op, defined in Python outside torch or compiled
+    into an extension whose namespace torch does not use, is not.
+
+    >>> torch_owned(torch.ops.aten.relu.default)
+    True
+    """
+    if is_builtin_namespace(op.namespace):
+        return True
+    module = defining_module(op)
+    if module is not None:
+        return module == "torch" or module.startswith("torch.")
+    path = registration_file(op)
+    if path is None:
+        return True
+    if path.endswith(".py"):  # torch/_library/custom_ops.py too: a custom_op whose module is unknown
+        real = os.path.realpath(path)
+        return real == _TORCH_DIR or real.startswith(_TORCH_DIR + os.sep)
+    return False  # compiled: torch's compiled namespaces are all in BUILTIN_NAMESPACES (checked by the tests)
 
 
 def _check_prefix(prefix: str) -> str:
