@@ -95,6 +95,13 @@ class MalformedModelError(TorchInterpreterError, ValueError):
     names the node and the attribute."""
 
 
+class PythonOpError(TorchInterpreterError, RuntimeError):
+    """The code a ``PythonOp`` or ``PythonOpGrad`` node calls (an ``autograd.Function``'s ``forward`` or
+    ``backward``, a custom op) raised while :class:`~experimental.torch_interpreter.InferenceSession` ran it, with
+    the node's inputs and constants: the message names the node and the code, the original exception is chained
+    as ``__cause__``."""
+
+
 class UnsupportedTorchError(TorchInterpreterError, ImportError):
     """The installed torch is older than the supported range: the package does not import. The message names
     the range (:data:`experimental.torch_interpreter.torch_versions.SUPPORTED`) and the command that installs a

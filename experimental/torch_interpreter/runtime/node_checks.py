@@ -112,6 +112,22 @@ def _check_types_and_ranks(node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
             raise MalformedModelError(f"{_where(node)}: {side}_tensor_ranks {wrong[:8]} out of [0, {MAX_RANK}]")
 
 
+def _check_training(node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+    mode = attrs.get("training_mode", 0)
+    if mode not in (0, 1):
+        raise MalformedModelError(f"{_where(node)}: training_mode is {mode}, not 0 or 1")
+    grads = attrs.get("input_requires_grads")
+    if grads is None:
+        if mode == 1:
+            raise MalformedModelError(f"{_where(node)}: training_mode=1 without input_requires_grads")
+        return
+    if len(grads) != len(attrs["input_convention"]) or set(grads) - {0, 1}:
+        raise MalformedModelError(
+            f"{_where(node)}: input_requires_grads {grads[:8]} is not one 0 or 1 per argument of input_convention "
+            f"{attrs['input_convention'][:80]!r}"
+        )
+
+
 def _check_comment(node: onnx.NodeProto, comment: str) -> None:
     if not comment.lstrip().startswith(("{", "[")):
         return
@@ -142,6 +158,7 @@ def node_attributes(node: onnx.NodeProto) -> dict[str, Any]:
         if name not in attrs:
             raise MalformedModelError(f"{_where(node)}: the attribute {name!r} is missing")
     _check_convention(node, attrs["input_convention"])
+    _check_training(node, attrs)
     _check_outputs(node, attrs)
     _check_comment(node, attrs.get("comment", ""))
     return attrs

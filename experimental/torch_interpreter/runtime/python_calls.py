@@ -11,7 +11,8 @@ whose bodies hold PythonOp nodes with onnx's reference evaluator, :class:`Python
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ import torch
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
-from ..errors import MalformedModelError, MissingFunctionError, UntrustedCodeError
+from ..errors import MalformedModelError, MissingFunctionError, PythonOpError, TorchInterpreterError, UntrustedCodeError
 from ..python_op import contexts, table
 from ..python_op.attributes import DOMAIN, GRAD_OP_TYPE, decode_constants
 from ..python_op.encoding import PREFIX
@@ -61,16 +62,42 @@ class PythonCall:
 
     def run(self, tensors: Sequence[torch.Tensor], device: torch.device) -> tuple[torch.Tensor, list[Any]]:
         """The node's outputs: the context (a handle for the backward when the node trains, else zeros), then
-        the function's outputs."""
-        if self.requires_grads is not None and self.cls is not None:
-            tensor_grads = [r for c, r in zip(self.convention, self.requires_grads) if c == "d"]
-            outputs = lambda result: [result] if isinstance(result, torch.Tensor) else list(result)  # noqa: E731
-            handle, outs = contexts.run_forward(self.label, self.cls.apply, self.arguments, tensors, tensor_grads, outputs)
-            return handle.to(device), outs
-        with torch.no_grad():
-            result = self(tensors)
-        outs = [result] if isinstance(result, torch.Tensor) else list(result)
-        return torch.zeros(1, dtype=torch.int64, device=device), outs
+        the function's outputs; what the code raises becomes a :class:`PythonOpError` naming the node."""
+        with raised_by(self.node, self.label):
+            if self.requires_grads is not None and self.cls is not None:
+                tensor_grads = [r for c, r in zip(self.convention, self.requires_grads) if c == "d"]
+                handle, outs = contexts.run_forward(
+                    self.label, self.cls.apply, self.arguments, tensors, tensor_grads, _as_list
+                )
+                return handle.to(device), outs
+            with torch.no_grad():
+                result = self(tensors)
+            return torch.zeros(1, dtype=torch.int64, device=device), _as_list(result)
+
+
+def _as_list(result: Any) -> list[Any]:
+    return [result] if isinstance(result, torch.Tensor) else list(result)
+
+
+@contextmanager
+def raised_by(node: onnx.NodeProto, label: str) -> Iterator[None]:
+    """Turns what the code a node calls raises into a :class:`PythonOpError` naming the node (the project's own
+    errors and ``MemoryError`` go through).
+
+    >>> with raised_by(onnx.helper.make_node("PythonOp", [], [], name="n"), "m.F"):
+    ...     1 / 0
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.PythonOpError: PythonOp node 'n': m.F raised ZeroDivisionError: division by zero
+    """
+    try:
+        yield
+    except (TorchInterpreterError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - any error of the called code, chained
+        raise PythonOpError(
+            f"{node.op_type} node {node.name!r}: {label} raised {type(e).__name__}: {str(e)[:1000]}"
+        ) from e
 
 
 @dataclass
@@ -88,7 +115,8 @@ class GradCall:
         """The gradients of the forward's tensor inputs (None where none), from the context and the incoming
         gradients ``tensors``."""
         context, grads = tensors[0], list(tensors[1:])
-        return None, contexts.run_backward(context, grads, self.label, f"PythonOpGrad node {self.node.name!r}")
+        with raised_by(self.node, self.label):
+            return None, contexts.run_backward(context, grads, self.label, f"PythonOpGrad node {self.node.name!r}")
 
 
 def function_class(name: str, policy: TrustPolicy, where: str) -> type:
@@ -190,9 +218,8 @@ class PythonOp(OpRun):
         if call is None:
             call = self._call = python_call(self.onnx_node, self.policy)
         tensors = [torch.from_numpy(np.array(x, copy=True)) for x in inputs]
-        with torch.no_grad():
-            result = call(tensors)
-        outs = [result] if isinstance(result, torch.Tensor) else list(result)
+        with raised_by(self.onnx_node, call.label), torch.no_grad():
+            outs = _as_list(call(tensors))
         if len(outs) != len(self.onnx_node.output) - 1:
             raise MalformedModelError(
                 f"PythonOp {self.onnx_node.name!r}: {call.label} returned {len(outs)} value(s), the node has "

@@ -44,6 +44,46 @@ def _own_options() -> ort.SessionOptions:
     return options
 
 
+def _check_names(graph: onnx.GraphProto) -> None:
+    """Raises :class:`MalformedModelError` naming the node when a node reads a value that no graph input,
+    initializer or node defines, or when a graph output is defined by none."""
+    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    defined.update(o for n in graph.node for o in n.output if o)
+    for node in graph.node:
+        missing = [n for n in node_inputs(node) if n not in defined]
+        if missing:
+            raise MalformedModelError(
+                f"{node.op_type} node {node.name!r} reads {missing[:8]}, which no graph input, initializer or node "
+                "defines"
+            )
+    missing = [o.name for o in graph.output if o.name not in defined]
+    if missing:
+        raise MalformedModelError(f"the graph outputs {missing[:8]} are defined by no node, input or initializer")
+
+
+def _check_defined(steps: Sequence[Any], known: set[str], outputs: Sequence[str]) -> None:
+    """Raises :class:`MalformedModelError` naming the node when a step reads a value that no graph input,
+    initializer or earlier step defines, or when a graph output is never defined."""
+    known = set(known)
+    for step in steps:
+        nodes = step.nodes if isinstance(step, Segment) else [step.node]
+        names = step.inputs if isinstance(step, Segment) else node_inputs(step.node)
+        missing = [n for n in names if n not in known]
+        if missing:
+            reader = next((n for n in nodes if set(node_inputs(n)) & set(missing)), nodes[0])
+            raise MalformedModelError(
+                f"{reader.op_type} node {reader.name!r} reads {missing[:8]}, which no graph input, initializer or "
+                "node before it defines"
+            )
+        if isinstance(step, Segment):
+            known.update(step.outputs)
+        else:
+            known.update(o for o in step.node.output if o)
+    missing = [o for o in outputs if o not in known]
+    if missing:
+        raise MalformedModelError(f"the graph outputs {missing[:8]} are defined by no node, input or initializer")
+
+
 def _segment_session(
     sub: onnx.ModelProto, step: Segment, providers: list[str] | None, sess_options: ort.SessionOptions
 ) -> OrtSession:
@@ -54,9 +94,9 @@ def _segment_session(
     except (TorchInterpreterError, MemoryError):
         raise
     except Exception as e:  # noqa: BLE001 - onnxruntime's Fail, InvalidGraph... derive from Exception only
-        names = [n.name or n.op_type for n in step.nodes[:8]]
+        names = ", ".join(f"{n.op_type} node {n.name!r}" for n in step.nodes[:8])
         raise MalformedModelError(
-            f"onnxruntime refused the part of the model between PythonOp nodes made of the nodes {names}"
+            f"onnxruntime refused the part of the model between PythonOp nodes made of {names}"
             f"{'...' if len(step.nodes) > 8 else ''}: {str(e).splitlines()[0][:500]} (do the types and ranks "
             "the PythonOp nodes declare fit the nodes reading their outputs?)"
         ) from e
@@ -113,6 +153,7 @@ class PythonOpSession:
         self._checks = FeedChecks(self._inputs, SizeChecks(read_metadata(proto)), {})
         types = value_infos(proto)
 
+        _check_names(graph)
         steps, free = plan(graph)
         # an initializer several segments read is held once, not copied into each (sharing.py)
         shared = SharedInitializers.create(steps, initializers, own_options)
@@ -194,6 +235,7 @@ class PythonOpSession:
             names = step.inputs if isinstance(step, Segment) else node_inputs(step.node)
             for name in names:
                 last[name] = i
+        _check_defined(self._steps, {i.name for i in self._inputs} | set(self._constants), self._output_names)
         self._release: list[list[str]] = [[] for _ in self._steps]
         for name, i in last.items():
             if name not in graph_outputs:

@@ -138,9 +138,10 @@ def segment_model(
     used = {n for node in segment.nodes for n in node_inputs(node)}
     missing = [n for n in segment.inputs if n not in types]
     if missing:
+        producers = [f"{n.op_type} node {n.name!r}" for n in model.graph.node if set(n.output) & set(missing)]
         raise MalformedModelError(
             f"the types of {missing[:8]} are unknown: cannot cut the model at its PythonOp nodes (the nodes producing "
-            "them declare no output_tensor_types and output_tensor_ranks)"
+            f"them, {producers[:8]}, declare no output_tensor_types and output_tensor_ranks)"
         )
     outputs = [types[o] if o in types else onnx.helper.make_empty_tensor_value_info(o) for o in segment.outputs]
     graph = onnx.helper.make_graph(
