@@ -37,7 +37,7 @@ from experimental.torch_interpreter import (
 )
 from experimental.torch_interpreter.metadata import RANGE_CONSTRAINTS, SHAPE_GUARDS
 from experimental.torch_interpreter.python_op.table import register_function
-from experimental.torch_interpreter.runtime import python_op_session
+from experimental.torch_interpreter.runtime import python_op_session, sharing
 from experimental.torch_interpreter.runtime.custom_op_calls import registered_op, resolve_op
 from experimental.torch_interpreter.runtime.trust import TrustPolicy
 
@@ -438,6 +438,20 @@ def test_initializer_read_by_every_segment_is_held_once(monkeypatch, own_options
     options = None if own_options else ort.SessionOptions()
     sess = InferenceSession(_levels(levels, size), providers=["CPUExecutionProvider"], sess_options=options)
     assert len(given) == levels + 1 and sum(given) < size  # each segment's model without the 4 MB
+    shared = sess._sess._shared
+    assert list(shared.values if own_options else shared.fed) == ["w"]  # 88 MB of session copies: allowed
+    expected = X.copy()
+    for _ in range(levels):
+        expected = (expected + expected.max()) * 2
+    np.testing.assert_allclose(sess.run(None, {"x0": X})[0], expected, rtol=1e-4)
+
+
+def test_session_copies_of_a_shared_initializer_are_bounded(monkeypatch):
+    """onnxruntime copies (and prepacks) an initializer in every session: above the bound, it is fed instead."""
+    monkeypatch.setattr(sharing, "MAX_SESSION_COPIES", 1 << 20)
+    size, levels = 1 << 18, 6
+    sess = InferenceSession(_levels(levels, size), providers=["CPUExecutionProvider"])
+    assert list(sess._sess._shared.fed) == ["w"] and not sess._sess._shared.values
     expected = X.copy()
     for _ in range(levels):
         expected = (expected + expected.max()) * 2

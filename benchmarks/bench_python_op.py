@@ -11,7 +11,10 @@ table: median and minimum time of each case, and its overhead against the refere
 * ``relu -> PythonOp -> sigmoid``: the function between two ONNX ops, so two onnxruntime segments around
   it, against ``... inline``, the same model exported with ``autograd_functions="inline"`` (one session);
 * ``custom op``: the same computation as a ``torch.library.custom_op`` (``bench::scale``) without converter,
-  exported as a PythonOp node calling ``torch.ops.bench.scale.default``, against calling the op directly.
+  exported as a PythonOp node calling ``torch.ops.bench.scale.default``, against calling the op directly;
+* ``create``: creating the session of a model whose 16 MB weight is read between 4 levels of PythonOp nodes
+  (every check a session makes of a model file included, the weight held once for the 5 segments), and one run
+  of it (``--levels``, ``--features``).
 """
 
 from __future__ import annotations
@@ -61,6 +64,20 @@ class Sandwich(torch.nn.Module):
         return Scale.apply(x.relu(), 2.0).sigmoid()
 
 
+class Levels(torch.nn.Module):
+    """One weight read between ``levels`` PythonOp nodes: ``levels + 1`` onnxruntime segments read it."""
+
+    def __init__(self, levels: int, features: int):
+        super().__init__()
+        self.levels = levels
+        self.weight = torch.nn.Parameter(torch.randn(features, features) / features**0.5)
+
+    def forward(self, x):
+        for _ in range(self.levels):
+            x = Scale.apply(x @ self.weight, 0.5)
+        return x @ self.weight
+
+
 def _median(fn, repeat: int, warmup: int = 10) -> tuple[float, float]:
     """(median, minimum) of ``repeat`` timed calls, in seconds."""
     for _ in range(warmup):
@@ -78,6 +95,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=300)
     parser.add_argument("--threads", type=int, default=0, help="torch and onnxruntime threads (0: their default)")
+    parser.add_argument("--levels", type=int, default=4, help="levels of PythonOp nodes of the 'create' rows")
+    parser.add_argument("--features", type=int, default=2048, help="the weight of the 'create' rows is features²")
     args = parser.parse_args()
     options = ort.SessionOptions()
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -110,6 +129,15 @@ def main() -> None:
     custom = InferenceSession(to_onnx(OneCustomOp(), (x,), custom_ops="python_op"), sess_options=options)
     torch.testing.assert_close(custom.run_torch(None, {feed: x})[0], x * 2.0)
     rows.append(("custom op PythonOp, run_torch", _median(lambda: custom.run_torch(None, {feed: x}), n)))
+
+    levels = Levels(args.levels, args.features).eval()
+    xl = torch.randn(8, args.features)
+    model = to_onnx(levels, (xl,)).SerializeToString()
+    made = InferenceSession(model)
+    with torch.no_grad():
+        torch.testing.assert_close(made.run_torch(None, {"x": xl})[0], levels(xl), rtol=1e-4, atol=1e-4)
+    rows.append((f"create: {args.levels} levels, {args.features}² weight", _median(lambda: InferenceSession(model), 10, 1)))
+    rows.append(("  one run of it", _median(lambda: made.run_torch(None, {"x": xl}), n)))
 
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, providers {sess.get_providers()}, "

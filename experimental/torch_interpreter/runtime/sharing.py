@@ -1,15 +1,17 @@
 """The initializers of a model cut at its PythonOp nodes, held once however many segments read them.
 
 Copying an initializer into the model of every segment that reads it multiplies its memory by the number of
-segments (a weight read at each of 40 levels of PythonOp nodes: 40 copies in the segments' models, 40 more in
-their sessions). :class:`SharedInitializers` keeps one copy of each initializer read by more than one segment:
+segments (a weight read at each of 40 levels of PythonOp nodes: 40 copies in the segments' models, more in their
+sessions). :class:`SharedInitializers` keeps one copy of each initializer read by more than one segment:
 
 * when the session made its own ``SessionOptions``, one ``OrtValue`` given to every segment's session through
   ``SessionOptions.add_external_initializers`` (the segment's model declares the initializer as external data
   that onnxruntime replaces by the value, never reading a file): still an initializer for onnxruntime, constant
-  folding and prepacking included;
-* when the user gave ``sess_options``, which the session must not change, one tensor fed to the segments as an
-  input at each run (no copy: it goes through DLPack).
+  folding and prepacking included. onnxruntime 1.32 still copies it into each session on the CPU, and prepacks a
+  ``MatMul``'s weight there (measured: 8 MB more per session for an 8 MB weight, twice as fast a product);
+* when those copies would exceed :data:`MAX_SESSION_COPIES` bytes (a model file can repeat a weight at a thousand
+  levels), or when the user gave ``sess_options``, which the session must not change: one tensor fed to the
+  segments as an input at each run, never copied (it goes through DLPack).
 
 ``Constant`` nodes holding a tensor become initializers first (:func:`constants_as_initializers`), so that they are
 shared the same way.
@@ -17,6 +19,7 @@ shared the same way.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +30,8 @@ import torch
 
 from .ort_values import to_torch
 from .python_op_nodes import node_inputs
+
+logger = logging.getLogger(__name__)
 
 
 def constants_as_initializers(graph: onnx.GraphProto) -> int:
@@ -62,6 +67,9 @@ def constants_as_initializers(graph: onnx.GraphProto) -> int:
     return moved
 
 
+#: the most bytes onnxruntime may copy (and prepack) of the shared initializers in the sessions of the segments
+#: reading them; above, they are fed as inputs
+MAX_SESSION_COPIES = 256 << 20
 #: the location the segments' models give a shared initializer: no file, onnxruntime takes the OrtValue instead
 SHARED_LOCATION = "a2o_shared_initializer"
 
@@ -99,15 +107,23 @@ class SharedInitializers:
             if hasattr(step, "nodes"):
                 for name in {n for node in step.nodes for n in node_inputs(node)} & set(initializers):
                     readers[name] = readers.get(name, 0) + 1
+        names = [
+            n for n, count in readers.items() if count > 1 and initializers[n].data_type != onnx.TensorProto.STRING
+        ]
+        arrays = {n: onnx.numpy_helper.to_array(initializers[n]) for n in names}
+        copies = sum(2 * arrays[n].nbytes * readers[n] for n in names)  # a copy and a prepacked one per session
+        as_values = own_options and copies <= MAX_SESSION_COPIES
+        if own_options and not as_values:
+            logger.info(
+                "initializers read by several segments: %d bytes of copies in the segments' sessions, more than %d: "
+                "fed as inputs instead", copies, MAX_SESSION_COPIES,
+            )
         shared = cls()
-        for name, count in readers.items():
-            tensor = initializers[name]
-            if count < 2 or tensor.data_type == onnx.TensorProto.STRING:
-                continue
-            array = onnx.numpy_helper.to_array(tensor)
-            if own_options:
+        for name, array in arrays.items():
+            if as_values:
                 shared.values[name] = ort.OrtValue.ortvalue_from_numpy(array)
             else:
+                tensor = initializers[name]
                 shared.fed[name] = to_torch(array.copy())
                 shared.types[name] = onnx.helper.make_tensor_value_info(name, tensor.data_type, list(tensor.dims))
         return shared
