@@ -456,3 +456,24 @@ def test_session_copies_of_a_shared_initializer_are_bounded(monkeypatch):
     for _ in range(levels):
         expected = (expected + expected.max()) * 2
     np.testing.assert_allclose(sess.run(None, {"x0": X})[0], expected, rtol=1e-4)
+
+
+def _axes_on_both_sides():
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [0])
+    nodes = [
+        helper.make_node("Unsqueeze", ["x0", "axes"], ["u0"]), helper.make_node("Squeeze", ["u0", "axes"], ["x"]),
+        _python_op(),
+        helper.make_node("Unsqueeze", ["y", "axes"], ["u1"]), helper.make_node("Squeeze", ["u1", "axes"], ["out"]),
+    ]
+    return _model(nodes, inits=[axes])
+
+
+def test_small_shared_constants_stay_in_each_segment(monkeypatch):
+    """onnxruntime's shape inference reads a Squeeze's axes in the model: a small initializer read by several
+    segments is copied into each, not shared (shared, the session could not be created)."""
+    sess = InferenceSession(_axes_on_both_sides(), providers=["CPUExecutionProvider"])
+    assert not sess._sess._shared.values and not sess._sess._shared.fed
+    np.testing.assert_allclose(sess.run(None, {"x0": X})[0], 2 * X)
+    monkeypatch.setattr(sharing, "MIN_SHARED_BYTES", 0)  # what the first version did
+    with pytest.raises(MalformedModelError, match="external tensors"):
+        InferenceSession(_axes_on_both_sides(), providers=["CPUExecutionProvider"])

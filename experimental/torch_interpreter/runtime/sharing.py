@@ -13,6 +13,9 @@ sessions). :class:`SharedInitializers` keeps one copy of each initializer read b
   levels), or when the user gave ``sess_options``, which the session must not change: one tensor fed to the
   segments as an input at each run, never copied (it goes through DLPack).
 
+An initializer smaller than :data:`MIN_SHARED_BYTES` (an axis, a shape, which onnxruntime's shape inference must
+read in the model) is copied into each segment's model while all copies stay under the bound.
+
 ``Constant`` nodes holding a tensor become initializers first (:func:`constants_as_initializers`), so that they are
 shared the same way.
 """
@@ -70,6 +73,9 @@ def constants_as_initializers(graph: onnx.GraphProto) -> int:
 #: the most bytes onnxruntime may copy (and prepack) of the shared initializers in the sessions of the segments
 #: reading them; above, they are fed as inputs
 MAX_SESSION_COPIES = 256 << 20
+#: below this size (bytes), an initializer several segments read is copied into each of their models (while the
+#: copies stay under MAX_SESSION_COPIES): onnxruntime's shape inference reads such constants (axes, shapes)
+MIN_SHARED_BYTES = 1 << 16
 #: the location the segments' models give a shared initializer: no file, onnxruntime takes the OrtValue instead
 SHARED_LOCATION = "a2o_shared_initializer"
 
@@ -111,16 +117,20 @@ class SharedInitializers:
             n for n, count in readers.items() if count > 1 and initializers[n].data_type != onnx.TensorProto.STRING
         ]
         arrays = {n: onnx.numpy_helper.to_array(initializers[n]) for n in names}
-        copies = sum(2 * arrays[n].nbytes * readers[n] for n in names)  # a copy and a prepacked one per session
-        as_values = own_options and copies <= MAX_SESSION_COPIES
-        if own_options and not as_values:
+        # small ones (shapes, axes: onnxruntime's shape inference reads them) stay in each segment's model
+        small = {n for n in names if arrays[n].nbytes < MIN_SHARED_BYTES}
+        copies = sum(arrays[n].nbytes * readers[n] * (1 if n in small else 2) for n in names)  # copy, prepacked
+        within = copies <= MAX_SESSION_COPIES
+        if not within:
             logger.info(
                 "initializers read by several segments: %d bytes of copies in the segments' sessions, more than %d: "
                 "fed as inputs instead", copies, MAX_SESSION_COPIES,
             )
         shared = cls()
         for name, array in arrays.items():
-            if as_values:
+            if within and name in small:
+                continue
+            if within and own_options:
                 shared.values[name] = ort.OrtValue.ortvalue_from_numpy(array)
             else:
                 tensor = initializers[name]
