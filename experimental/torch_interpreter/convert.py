@@ -7,6 +7,7 @@ import functools
 import logging
 import os
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from .errors import (
     DynamicShapeError,
     InputMismatchError,
     InvalidModelError,
+    PythonOpWarning,
 )
 from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .investigate.report import recording
@@ -214,6 +216,7 @@ def to_onnx(
         shape_guards.record(ep, onnx_model)  # size conditions the graph relies on, checked by InferenceSession
         logger.info("optimization: optimize=%r, %d nodes...", optimize, len(onnx_model.graph))
         optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
+        _warn_python_ops(onnx_model)
         if capture_report is not None:
             capture_report.record(onnx_model)
         export_report.optimized(onnx_model)
@@ -233,6 +236,27 @@ def to_onnx(
                 return onnx_model
             return onnx.load(os.fspath(filename), load_external_data=False)
         return onnx_model if as_ir else ir.to_proto(onnx_model)
+
+
+def _warn_python_ops(model: ir.Model) -> None:
+    """A :class:`PythonOpWarning` when ``model`` holds PythonOp nodes: what runs them, and the plain-ONNX option."""
+    names = sorted({
+        n.attributes["func_name"].as_string()
+        for n in ir.traversal.RecursiveGraphIterator(model.graph)
+        if n.op_type == "PythonOp" and n.domain == "com.microsoft" and "func_name" in n.attributes
+    })
+    if not names:
+        return
+    warnings.warn(
+        f"the model has com.microsoft::PythonOp nodes calling Python code ({', '.join(names[:5])}"
+        f"{', ...' if len(names) > 5 else ''}): onnxruntime alone cannot run them, "
+        "experimental.torch_interpreter.InferenceSession does, in a process where each class is exported or "
+        "registered (from experimental.torch_interpreter.python_op.table import register_function) or its module "
+        "allowed (InferenceSession(..., trusted_modules=...)); to_onnx(..., autograd_functions='inline') traces "
+        "the autograd.Functions into plain ONNX that any runtime runs",
+        PythonOpWarning,
+        stacklevel=3,
+    )
 
 
 def translate(

@@ -117,6 +117,14 @@ class UntestedTorchWarning(TorchInterpreterWarning):
     may have moved; the message names the range the package was tested on."""
 
 
+class PythonOpWarning(TorchInterpreterWarning):
+    """The exported model holds ``com.microsoft::PythonOp`` nodes calling Python code (a custom
+    ``torch.autograd.Function``, a custom op without converter): only
+    :class:`~experimental.torch_interpreter.InferenceSession` runs them, in a process where that code is registered
+    or its module allowed. ``to_onnx(..., autograd_functions="inline")`` traces the functions into plain ONNX that
+    any runtime runs."""
+
+
 class TrainingModeWarning(TorchInterpreterWarning):
     """The model is exported in training mode and contains modules that behave differently in eval mode
     (dropout, batch norm statistics): call ``model.eval()`` first unless a training graph is wanted."""

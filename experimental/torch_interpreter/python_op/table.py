@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -229,20 +231,30 @@ def resolve_function(name: str, import_module: Callable[[str], Any] | None = Non
     if import_module is None:
         raise UntrustedCodeError(
             f"PythonOp: the autograd.Function {name!r} is not registered in this process and nothing may be "
-            "imported: register the class with experimental.torch_interpreter.python_op.register_function(cls)"
+            "imported: register the class (from experimental.torch_interpreter.python_op.table import "
+            "register_function; register_function(cls))"
         )
+    not_found: ModuleNotFoundError | None = None
     for i in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:i])
         try:
             obj: Any = import_module(module_name)
         except ModuleNotFoundError as e:
             if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
+                not_found = e
                 continue  # that module does not exist: the name may go on with a class inside a shorter module
             raise
         obj = _defined_in(obj, parts[i:])
         if isinstance(obj, type) and issubclass(obj, torch.autograd.Function) and func_name(obj) == name:
             return obj
         break
+    else:  # not even the first part imports
+        raise MissingFunctionError(
+            f"{where}: the autograd.Function {name!r} cannot be found: its module {parts[0]!r} was allowed but "
+            f"importing it failed ({not_found}); Python looks for it in sys.path {sys.path[:4]}... (the working "
+            f"directory is {os.getcwd()!r}): install its package, add its folder to sys.path, or import it "
+            "yourself before creating the session"
+        )
     raise MissingFunctionError(
         f"{where}: cannot find the autograd.Function {name!r}: no module of that name defines a class of that "
         "qualified name in this process (a class is found where it is defined, not through what a module imports)"

@@ -137,8 +137,9 @@ def function_class(name: str, policy: TrustPolicy, where: str) -> type:
         raise UntrustedCodeError(
             f"{where}: the autograd.Function {name!r} is not registered in this process and its module {module!r} "
             "is not allowed, nothing was imported: run the model in the process that exported it, register the "
-            "class with experimental.torch_interpreter.python_op.register_function(cls), or "
-            f"{option_hint(module)}"
+            "class (from experimental.torch_interpreter.python_op.table import register_function; "
+            f"register_function(cls)), or {option_hint(module)}; a model exported with "
+            "to_onnx(..., autograd_functions='inline') has no such node"
         )
     return table.resolve_function(name, lambda module: import_module(module, policy, where), where)
 
