@@ -69,18 +69,12 @@ def model_tensors(model: onnx.ModelProto) -> Iterator[tuple[onnx.TensorProto, st
 
 
 def _declared_bytes(tensor: onnx.TensorProto, what: str) -> int:
-    count = 1
-    for d in tensor.dims:
-        if d < 0:
-            raise MalformedModelError(f"{what}: negative dimension {d}")
-        count *= d
-        if count > MAX_EXTERNAL_BYTES:
-            break
+    count = _element_count(tensor, what)
     try:
         item = ir.DataType(tensor.data_type).itemsize
     except ValueError:
         raise MalformedModelError(f"{what}: unknown element type {tensor.data_type}") from None
-    size = int(count * item)
+    size = math.ceil(count * item)
     if size > MAX_EXTERNAL_BYTES:
         raise MalformedModelError(f"{what}: declares more than {MAX_EXTERNAL_BYTES} bytes of external data")
     return size
