@@ -1,17 +1,23 @@
 """The arguments people bring from ``torch.onnx.export``: input_names, output_names, opset_version, dynamic_axes,
-a filename in third position; each checked against eager PyTorch through onnxruntime."""
+a filename in third position or as ``f``; each checked against eager PyTorch through onnxruntime. Its other
+keywords are accepted where their value means what to_onnx does, otherwise an ArgumentError naming the keyword
+and what to do; a typo gets the closest names; an opset too old names the keyword the user gave."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 import pytest
 import torch
 
 from experimental.torch_interpreter import (
+    ArgumentError,
     DynamicShapeError,
     InferenceSession,
     InputMismatchError,
+    OpsetError,
     TorchInterpreterWarning,
+    export,
     to_onnx,
 )
 
@@ -65,3 +71,62 @@ def test_torch_onnx_arguments_refused_clearly():
         to_onnx(model, (x, y), dynamic_shapes=({0: "b"}, {0: "b"}), dynamic_axes={"x": [0]})
     with pytest.raises(DynamicShapeError, match="dynamic_axes names 'z', which is neither an input"):
         to_onnx(model, (x, y), dynamic_axes={"z": [0]})
+
+
+# -- the other keywords of torch.onnx.export ------------------------------------------------------------------------
+def _linear():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+
+
+X = torch.randn(2, 4)
+
+
+def test_values_that_mean_what_to_onnx_does_are_accepted(tmp_path):
+    path = tmp_path / "model.onnx"
+    onx = to_onnx(
+        _linear(), (X,), f=str(path), export_params=True, do_constant_folding=True,
+        keep_initializers_as_inputs=False, dynamo=True, training=torch.onnx.TrainingMode.EVAL, opset_version=18,
+    )
+    assert path.exists() and {o.domain: o.version for o in onx.opset_import}[""] == 18
+    got = InferenceSession(str(path)).run(None, {"input": X.numpy()})[0]
+    np.testing.assert_allclose(got, _linear()(X).detach().numpy(), rtol=1e-5, atol=1e-6)
+    program = export(_linear(), (X,), dynamo=True, do_constant_folding=True)
+    assert [n.op_type for n in program.model_proto.graph.node] == ["Gemm", "Relu"]
+
+
+@pytest.mark.parametrize(
+    "keyword, value, advice",
+    [
+        ("export_params", False, "always stores the weights"),
+        ("do_constant_folding", False, "optimize=False"),
+        ("keep_initializers_as_inputs", True, "add_initializer"),
+        ("dynamo", False, "TorchScript exporter"),
+        ("training", torch.onnx.TrainingMode.TRAINING, r"call model.train\(\)"),
+    ],
+)
+def test_other_values_say_what_to_do(keyword, value, advice):
+    for function in (to_onnx, export):
+        with pytest.raises(ArgumentError, match=f"{keyword}=.*{advice}"):
+            function(_linear(), (X,), **{keyword: value})
+
+
+def test_training_mode_must_be_the_models():
+    model = _linear().train()
+    with pytest.raises(ArgumentError, match=r"training mode.*model.eval\(\)"):
+        to_onnx(model, (X,), training=torch.onnx.TrainingMode.EVAL)
+    to_onnx(model, (X,), training=torch.onnx.TrainingMode.PRESERVE)
+
+
+def test_typo_and_duplicate_filename(tmp_path):
+    with pytest.raises(ArgumentError, match="opset_vesion=18; did you mean opset_version"):
+        to_onnx(_linear(), (X,), opset_vesion=18)
+    with pytest.raises(ArgumentError, match="f= and filename="):
+        to_onnx(_linear(), (X,), f=str(tmp_path / "a.onnx"), filename=str(tmp_path / "b.onnx"))
+
+
+def test_opset_too_old_names_the_keyword_given():
+    with pytest.raises(OpsetError, match=r"^opset_version=17: .*opset 18"):
+        to_onnx(_linear(), (X,), opset_version=17)
+    with pytest.raises(OpsetError, match=r"^target_opset=17: .*opset 18"):
+        to_onnx(_linear(), (X,), target_opset=17)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 import os
 import time
@@ -45,7 +46,7 @@ from .python_op.custom_ops import with_custom_ops
 from . import ops  # noqa: F401  (importing the converters fills default_registry)
 from .registry import Registry, default_registry
 from .saving import save
-from .torch_onnx_arguments import dynamic_axes_as_shapes, rename, resolve_opset
+from .torch_onnx_arguments import dynamic_axes_as_shapes, rename, resolve_opset, torch_onnx_options
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ def to_onnx(
     dynamic_axes: Mapping[str, Any] | None = None,
     providers: str | Sequence[str] | None = "any",
     weights: str | os.PathLike | Mapping[str, Any] | None = None,
+    **torch_onnx_kwargs: Any,
 ) -> onnx.ModelProto | ir.Model:
     """Converts a PyTorch model into ONNX through ``torch.export.export``.
 
@@ -143,6 +145,10 @@ def to_onnx(
         points at it), else it is copied; one of another floating type is converted when the model is saved, one
         tensor at a time; see
         ``_doc/large_models.rst``
+    :param torch_onnx_kwargs: the other keywords of ``torch.onnx.export``: ``f`` (``filename``), and
+        ``export_params``, ``do_constant_folding``, ``keep_initializers_as_inputs``, ``dynamo``, ``training``
+        accepted with the value that matches what ``to_onnx`` does; another value, or another keyword, raises
+        :class:`~experimental.torch_interpreter.ArgumentError` saying what to do instead
     :return: the ONNX model
 
     Example::
@@ -158,13 +164,13 @@ def to_onnx(
     """
     with verbosity(verbose), recording(report, filename) as export_report:  # investigate/report.py
         begin = time.perf_counter()
+        filename = torch_onnx_options(model, filename, torch_onnx_kwargs, _PARAMETERS)  # torch.onnx.export's
         target_opset = resolve_opset(target_opset, opset_version, DEFAULT_OPSET)
-        if target_opset < 18:
-            raise ValueError(f"target_opset={target_opset}: the converters need opset 18 or more")
         check_level(optimize)
         providers = check_providers(providers)
         capture_report = None  # what the capture strategies applied (capture/)
-        check_opset(target_opset)  # an opset onnx or onnxruntime cannot run: an error now, not at load
+        # an opset the converters, onnx or onnxruntime cannot run: an error now, not at load
+        check_opset(target_opset, "opset_version" if opset_version is not None else "target_opset")
         registry = registry or default_registry
         kwargs, filename = _filename_in_third_position(kwargs, filename)
         meta_weights = _meta_weights(model, weights, verify=verify, filename=filename, as_ir=as_ir)
@@ -236,6 +242,10 @@ def to_onnx(
                 return onnx_model
             return onnx.load(os.fspath(filename), load_external_data=False)
         return onnx_model if as_ir else ir.to_proto(onnx_model)
+
+
+#: the parameters of to_onnx, for the suggestion made on an unknown keyword
+_PARAMETERS = tuple(p for p in inspect.signature(to_onnx).parameters if p != "torch_onnx_kwargs")
 
 
 def _warn_python_ops(model: ir.Model) -> None:

@@ -151,6 +151,12 @@ class ProviderWarning(TorchInterpreterWarning):
     differ from PyTorch."""
 
 
+class OpsetError(TorchInterpreterError, ValueError):
+    """The opset asked (``target_opset``, or ``opset_version`` as ``torch.onnx.export`` names it) is one the
+    converters, the installed onnx or the installed onnxruntime cannot handle: the message names the keyword the
+    user gave and the opsets that work."""
+
+
 class ArgumentError(TorchInterpreterError, TypeError):
     """A function of the package was given an argument it does not take in that form; the message says which
     function takes it."""

@@ -1,5 +1,5 @@
 """The opsets the installed ``onnx`` and ``onnxruntime`` can handle: an opset they cannot run is a
-:class:`ConversionError` at the call, not a failure when the model is loaded."""
+:class:`~experimental.torch_interpreter.errors.OpsetError` at the call, not a failure when the model is loaded."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import onnx
 
-from .errors import ConversionError
+from .errors import OpsetError
 
 #: the ONNX IR version every model of the package is written with (onnxruntime 1.31 reads up to 13, onnx 1.23
 #: writes 14 by default)
@@ -52,22 +52,32 @@ def _ort_loads(ort: Any, opset: int) -> bool:
     return True
 
 
-def check_opset(target_opset: int) -> None:
-    """Raises :class:`ConversionError` when the installed onnx or onnxruntime cannot handle ``target_opset``.
+def check_opset(target_opset: int, keyword: str = "target_opset") -> None:
+    """Raises :class:`OpsetError` when the converters (opset 18 or more), the installed onnx or onnxruntime cannot
+    handle ``target_opset``; ``keyword`` is the name the user gave it (``opset_version`` for torch.onnx's).
 
     >>> check_opset(18)
+    >>> check_opset(17, "opset_version")
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.OpsetError: opset_version=17: the converters need opset 18 or more (opset_version=18 or leave it out: the default is 18)
     """
+    if not isinstance(target_opset, int) or isinstance(target_opset, bool) or target_opset < 18:
+        raise OpsetError(
+            f"{keyword}={target_opset!r}: the converters need opset 18 or more ({keyword}=18 or leave it out: the "
+            "default is 18)"
+        )
     onnx_max = onnx.defs.onnx_opset_version()
     if target_opset > onnx_max:
-        raise ConversionError(
-            f"target_opset={target_opset} but the installed onnx {onnx.__version__} knows opsets up to {onnx_max}; "
-            f"use target_opset <= {onnx_max}"
+        raise OpsetError(
+            f"{keyword}={target_opset} but the installed onnx {onnx.__version__} knows opsets up to {onnx_max}; "
+            f"use {keyword} <= {onnx_max}"
         )
     ort_max = onnxruntime_max_opset()
     if ort_max is not None and target_opset > ort_max:
         import onnxruntime as ort
 
-        raise ConversionError(
-            f"target_opset={target_opset} but the installed onnxruntime {ort.__version__} runs opsets up to "
-            f"{ort_max}; the model could not be loaded. Use target_opset <= {ort_max}"
+        raise OpsetError(
+            f"{keyword}={target_opset} but the installed onnxruntime {ort.__version__} runs opsets up to "
+            f"{ort_max}; the model could not be loaded. Use {keyword} <= {ort_max}"
         )

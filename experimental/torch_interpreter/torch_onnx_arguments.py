@@ -1,10 +1,12 @@
 """The arguments of ``torch.onnx.export`` that :func:`~experimental.torch_interpreter.to_onnx` understands:
 ``opset_version`` (``target_opset``), ``input_names`` and ``output_names`` (the graph's inputs and outputs renamed,
 the dynamic axes keep their names), ``dynamic_axes`` (translated into ``dynamic_shapes``, with a warning saying
-so), for people who bring them from the official exporter."""
+so), ``f`` (``filename``), and the keywords whose value matches what ``to_onnx`` does (:func:`torch_onnx_options`),
+for people who bring them from the official exporter."""
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import warnings
 from collections.abc import Mapping, Sequence
@@ -12,7 +14,7 @@ from typing import Any
 
 import onnx_ir as ir
 
-from .errors import DynamicShapeError, InputMismatchError, TorchInterpreterWarning
+from .errors import ArgumentError, DynamicShapeError, InputMismatchError, TorchInterpreterWarning
 
 
 def resolve_opset(target_opset: int, opset_version: int | None, default: int) -> int:
@@ -124,3 +126,64 @@ def rename(model: ir.Model, input_names: Sequence[str] | None, output_names: Seq
     taken |= {o.name for node in model.graph for o in node.outputs}
     _rename(list(model.graph.inputs), input_names, "input", taken)
     _rename(list(model.graph.outputs), output_names, "output", taken)
+
+
+#: torch.onnx.export's keywords to_onnx has no parameter for: the value meaning what to_onnx does, and what to do
+#: for another one
+_SAME_AS_TO_ONNX = {
+    "export_params": (True, "to_onnx always stores the weights in the model (external_data=True puts them in a "
+                            "'.data' file next to it)"),
+    "do_constant_folding": (True, "to_onnx folds constants with optimize=True (the default); optimize=False keeps "
+                                  "the graph as translated"),
+    "keep_initializers_as_inputs": (False, "to_onnx keeps the weights as initializers; onnxruntime replaces one at "
+                                           "run time with SessionOptions.add_initializer"),
+    "dynamo": (True, "to_onnx always captures with torch.export, the path of torch.onnx.export(..., dynamo=True); "
+                     "dynamo=False is torch.onnx.export's TorchScript exporter"),
+}
+
+
+def _training(model: Any, value: Any) -> None:
+    mode = getattr(value, "name", str(value)).upper()
+    training = bool(getattr(model, "training", False))
+    if mode == "PRESERVE" or (mode == "EVAL" and not training) or (mode == "TRAINING" and training):
+        return
+    call = "model.eval()" if mode == "EVAL" else "model.train()"
+    raise ArgumentError(
+        f"training=torch.onnx.TrainingMode.{mode} while the model is in {'training' if training else 'eval'} mode: to_onnx exports the "
+        f"model in the mode it is in, call {call} before to_onnx"
+    )
+
+
+def torch_onnx_options(model: Any, filename: Any, options: dict[str, Any], parameters: Sequence[str] = ()) -> Any:
+    """Reads the keywords of ``torch.onnx.export`` given to ``to_onnx`` beyond its own ``parameters``: ``f`` is
+    the ``filename`` (returned), a keyword whose value means what to_onnx does anyway is accepted, any other value
+    or keyword raises :class:`ArgumentError` saying what to do (the closest parameter names for a typo).
+
+    >>> torch_onnx_options(None, None, {"f": "model.onnx", "do_constant_folding": True, "dynamo": True})
+    'model.onnx'
+    >>> torch_onnx_options(None, None, {"export_params": False})
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.ArgumentError: export_params=False (a keyword of torch.onnx.export): to_onnx always stores the weights in the model (external_data=True puts them in a '.data' file next to it)
+    """
+    for key, value in options.items():
+        if key == "f":
+            if filename is not None:
+                raise ArgumentError("f= and filename= are both given: f is torch.onnx.export's name for filename")
+            filename = value
+        elif key == "training":
+            _training(model, value)
+        elif key in _SAME_AS_TO_ONNX:
+            same, advice = _SAME_AS_TO_ONNX[key]
+            if value != same:
+                raise ArgumentError(f"{key}={value!r} (a keyword of torch.onnx.export): {advice}")
+        else:
+            close = difflib.get_close_matches(key, [*parameters, "f", "training", *_SAME_AS_TO_ONNX], n=3)
+            raise ArgumentError(
+                f"unexpected keyword {key}={value!r}"
+                + (f"; did you mean {', '.join(close)}?" if close else "")
+                + " (to_onnx takes torch.onnx.export's input_names, output_names, opset_version, dynamic_axes, f, "
+                "and export_params, do_constant_folding, keep_initializers_as_inputs, dynamo, training where their "
+                "value matches what it does)"
+            )
+    return filename
