@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from experimental.torch_interpreter import InferenceSession, to_onnx
+from experimental.torch_interpreter import InferenceSession, RuntimeFeedError, to_onnx
 from experimental.torch_interpreter.runtime import default_providers
 
 
@@ -216,3 +216,11 @@ def test_size_conditions_never_run_code():
         evaluate("__import__('os').getcwd()", {"x": (4, 3)})
     with pytest.raises(ValueError, match="unexpected"):
         evaluate("shape('x', 0).__class__", {"x": (4, 3)})
+
+
+def test_unknown_output_name_lists_the_outputs():
+    onx = to_onnx(torch.nn.ReLU(), (torch.randn(3),))
+    sess = InferenceSession(onx, providers=["CPUExecutionProvider"])
+    for run in (sess.run, sess.run_torch, sess.run_ortvalues):
+        with pytest.raises(RuntimeFeedError, match=r"unknown output\(s\) \['nope'\]; the model outputs are \['output'\]"):
+            run(["nope"], {"input": torch.randn(3)})

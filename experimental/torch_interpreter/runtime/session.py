@@ -17,7 +17,7 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
-from ..errors import ProviderError, ProviderWarning
+from ..errors import ProviderError, ProviderWarning, RuntimeFeedError
 from ..metadata import PROVIDERS
 from ..metadata import read as read_metadata
 from ..providers import decode as decode_providers
@@ -129,7 +129,11 @@ class OrtSession:
     ) -> list[ort.OrtValue]:
         """Runs the model on ``OrtValue``; torch feeds are passed through DLPack without a copy."""
         self._checks.check(feeds)
-        names = list(output_names) if output_names else [o.name for o in self._sess.get_outputs()]
+        known = [o.name for o in self._sess.get_outputs()]
+        names = list(output_names) if output_names else known
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise RuntimeFeedError(f"unknown output(s) {unknown}; the model outputs are {known}")
         binding = self._sess.io_binding()
         on_cuda = CUDA in self.get_providers()
         for name, value in feeds.items():
