@@ -58,6 +58,11 @@ def test_docs_build(tmp_path):
     # every example ran and its output is on its page
     examples = _read(str(html / "auto_examples" / "plot_3_errors.html"))
     assert "sphx-glr-script-out" in examples
+    # every section of the errors tutorial raises what it shows: no output block says "no error"
+    blocks = re.findall(r'<div class="sphx-glr-script-out.*?</pre>', examples, flags=re.S)
+    outputs = [re.sub(r"<[^>]+>", "", block) for block in blocks]
+    assert outputs and not [o for o in outputs if "no error" in o.splitlines()]
+    assert any("aten::special_airy_ai.default, used by 2 node(s)" in o for o in outputs)
     assert "UnsupportedOpError" in examples and "have no converter" in examples
     compare = _read(str(html / "auto_examples" / "plot_5_compare_dynamo.html"))
     assert "nodes dynamo" in compare

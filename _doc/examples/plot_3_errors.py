@@ -56,18 +56,20 @@ def show(fn):
 # how many nodes use it and the first source line. ``missing`` has the same information as a dict.
 
 
-class Bessel(torch.nn.Module):
+class Airy(torch.nn.Module):
     def forward(self, x):
-        y = torch.special.bessel_j0(x)
-        z = torch.special.bessel_j1(x)
-        return torch.special.bessel_j0(y + z)
+        y = torch.special.airy_ai(x)
+        z = torch.linalg.matrix_exp(x)
+        return torch.special.airy_ai(y + z)
 
 
 try:
-    to_onnx(Bessel(), (torch.randn(3),))
+    to_onnx(Airy(), (torch.randn(3, 3),))
 except UnsupportedOpError as e:
     print(e)
     print(e.missing)
+else:
+    print("no error")
 
 # %%
 # What to do: write a converter (:doc:`/design`, and page 2b for a worked example), or change the model
@@ -127,16 +129,13 @@ onx = to_onnx(AnyBatch(), (torch.randn(3, 2),), dynamic_shapes=({0: "batch"},))
 print(onx.graph.input[0].type.tensor_type.shape.dim[0].dim_param)
 
 # %%
-# The most frequent one: an **example input of size 1** (or 0) on a dynamic axis. ``torch.export``
-# specializes sizes 0 and 1 (a size 1 broadcasts, so the graph would be wrong for other sizes):
+# The most frequent one with ``torch.export`` itself: an **example input of size 1** (or 0) on a dynamic
+# axis, which torch specializes (a size 1 broadcasts). ``to_onnx`` captures such an example size-obliviously:
+# the axis stays dynamic, with no error, and the graph runs for other sizes:
 
-show(lambda: to_onnx(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes=({0: "batch"},)))
-
-# %%
-# What to do: export with an example of size 2 or more on every dynamic axis.
-
-onx = to_onnx(torch.nn.Linear(4, 2), (torch.randn(2, 4),), dynamic_shapes=({0: "batch"},))
-print(InferenceSession(onx).run(None, {"input": torch.randn(1, 4)})[0].shape)
+onx = to_onnx(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes=({0: "batch"},))
+print(onx.graph.input[0].type.tensor_type.shape.dim[0].dim_param)
+print(InferenceSession(onx).run(None, {"input": torch.randn(5, 4)})[0].shape)
 
 # %%
 # Control flow that depends on the data
@@ -211,23 +210,29 @@ for x in (torch.randn(6), -torch.rand(6)):
 # ----------------------------------
 #
 # ``strict=True`` reads the bytecode with dynamo, which refuses calls it does not understand (C extensions,
-# some builtins, context managers such as locks). The message names the line.
+# some builtins such as ``open``). With ``capture_strategies=False`` the error is raised as it is:
 
-import time  # noqa: E402
+import os  # noqa: E402
 
 
-class CallsTime(torch.nn.Module):
+class ReadsAFile(torch.nn.Module):
     def forward(self, x):
-        started = time.time()  # noqa: F841
-        return x + 1
+        with open(os.devnull) as f:
+            offset = len(f.read())
+        return x + offset
 
 
-show(lambda: to_onnx(CallsTime(), (torch.randn(2),), strict=True))
+show(lambda: to_onnx(ReadsAFile(), (torch.randn(2),), strict=True, capture_strategies=False))
 
 # %%
-# What to do: ``strict=False`` (the default) runs such code in Python:
+# What to do: ``strict=False`` (the default) runs such code in Python. With ``strict=True`` and the default
+# capture strategies, ``to_onnx`` retries that way itself and says so:
 
-print([n.op_type for n in to_onnx(CallsTime(), (torch.randn(2),)).graph.node])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    onx = to_onnx(ReadsAFile(), (torch.randn(2),), strict=True)
+print([n.op_type for n in onx.graph.node])
+print([f"{w.category.__name__}: {str(w.message)[:160]}" for w in caught if "Strategy" in w.category.__name__])
 
 # %%
 # A scan body that returns the same tensor twice
