@@ -151,10 +151,11 @@ class ProviderWarning(TorchInterpreterWarning):
     differ from PyTorch."""
 
 
-class OpsetError(TorchInterpreterError, ValueError):
+class OpsetError(ConversionError, ValueError):
     """The opset asked (``target_opset``, or ``opset_version`` as ``torch.onnx.export`` names it) is one the
     converters, the installed onnx or the installed onnxruntime cannot handle: the message names the keyword the
-    user gave and the opsets that work."""
+    user gave and the opsets that work. A :class:`ConversionError` and a ``ValueError``, as these refusals were
+    before."""
 
 
 class ArgumentError(TorchInterpreterError, TypeError):
