@@ -15,18 +15,29 @@ table: median and minimum time of each case, and its overhead against the refere
 * ``create``: creating the session of a model whose 16 MB weight is read between 4 levels of PythonOp nodes
   (every check a session makes of a model file included, the weight held once for the 5 segments), and one run
   of it (``--levels``, ``--features``).
+
+``python benchmarks/bench_python_op.py --memory 40 1448`` instead prints the peak memory (RSS) that creating the
+session of such a model (40 levels, an 8 MB weight) and one run of it add, measured in a fresh process that loads
+the saved model file.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+import warnings
+
+import onnx
 
 import onnxruntime as ort
 import torch
 
-from experimental.torch_interpreter import InferenceSession, to_onnx
+from experimental.torch_interpreter import InferenceSession, PythonOpWarning, to_onnx
 
 
 class Scale(torch.autograd.Function):
@@ -90,6 +101,37 @@ def _median(fn, repeat: int, warmup: int = 10) -> tuple[float, float]:
     return statistics.median(times), min(times)
 
 
+# the child's peak from /proc (VmHWM, reset by exec), not ru_maxrss, which keeps the forking parent's
+_PEAK = """
+import sys
+import numpy as np
+sys.path.insert(0, {folder!r})
+import bench_python_op  # the Function the model calls, imported before measuring
+from experimental.torch_interpreter import InferenceSession
+def peak():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+before = peak()
+sess = InferenceSession({path!r}, trusted_modules=["bench_python_op"])
+sess.run(None, {{"x": np.ones((2, {features}), np.float32)}})
+print((peak() - before) / 1024)
+"""
+
+
+def peak_memory(levels: int, features: int) -> tuple[float, float]:
+    """(peak RSS in MB that creating and running the session of :class:`Levels` adds in a fresh process, the
+    model's size in MB)."""
+    import bench_python_op as module  # this file as a module: the Function is then bench_python_op.Scale
+
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore", PythonOpWarning)  # known: the child process allows the module
+        path = os.path.join(folder, "levels.onnx")
+        onnx.save(to_onnx(module.Levels(levels, features).eval(), (torch.randn(2, features),)), path)
+        script = _PEAK.format(folder=os.path.dirname(os.path.abspath(__file__)), path=path, features=features)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        return float(done.stdout.split()[-1]), os.path.getsize(path) / 2**20
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1_000_000)
@@ -97,7 +139,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="torch and onnxruntime threads (0: their default)")
     parser.add_argument("--levels", type=int, default=4, help="levels of PythonOp nodes of the 'create' rows")
     parser.add_argument("--features", type=int, default=2048, help="the weight of the 'create' rows is features²")
+    parser.add_argument("--memory", type=int, nargs=2, metavar=("LEVELS", "FEATURES"),
+                        help="print the peak memory of a session on such a model instead")
     args = parser.parse_args()
+    if args.memory:
+        added, size = peak_memory(*args.memory)
+        print(f"{args.memory[0]} levels, a {size:.0f} MB model: the session and one run add {added:.0f} MB of peak RSS")
+        return
     options = ort.SessionOptions()
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if args.threads:
