@@ -41,6 +41,8 @@ from .providers import KNOWN as KNOWN_PROVIDERS
 from .providers import METADATA_KEY as PROVIDERS_KEY
 from .providers import check_providers
 from .providers import encode as encode_providers
+from .python_op.attributes import DOMAIN as PYTHON_OP_DOMAIN
+from .python_op.attributes import OP_TYPE as PYTHON_OP
 from .python_op.capture import capture_autograd_functions
 from .python_op.custom_ops import with_custom_ops
 from . import ops  # noqa: F401  (importing the converters fills default_registry)
@@ -253,7 +255,7 @@ def _warn_python_ops(model: ir.Model) -> None:
     names = sorted({
         n.attributes["func_name"].as_string()
         for n in ir.traversal.RecursiveGraphIterator(model.graph)
-        if n.op_type == "PythonOp" and n.domain == "com.microsoft" and "func_name" in n.attributes
+        if n.op_type == PYTHON_OP and n.domain == PYTHON_OP_DOMAIN and "func_name" in n.attributes
     })
     if not names:
         return

@@ -85,9 +85,8 @@ def run_forward(
     outs = outputs(result)
     record = Record(name, [t if t.requires_grad else None for t in leaves], list(outs))
     with _LOCK:
-        handle = secrets.randbits(62) + 1
-        while handle in _LIVE:
-            handle = secrets.randbits(62) + 1
+        while (handle := secrets.randbits(62) + 1) in _LIVE:
+            pass
         _LIVE[handle] = record
     tensor = torch.tensor([handle], dtype=torch.int64, device=outs[0].device if outs else "cpu")
     weakref.finalize(tensor, _free, handle)

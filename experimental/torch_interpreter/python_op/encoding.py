@@ -153,6 +153,15 @@ def _is_tensor_type(arg: Any) -> bool:
     return arg.type.isSubtypeOf(torch._C.OptionalType.ofTensor())
 
 
+def written_arguments(op: torch._ops.OpOverload) -> list[str]:
+    """The arguments ``op`` writes into (``Tensor(a!)`` in its schema): a PythonOp node never calls such an op.
+
+    >>> written_arguments(torch.ops.aten.add_.Tensor), written_arguments(torch.ops.aten.add.Tensor)
+    (['self'], [])
+    """
+    return [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+
+
 def custom_call(
     op: torch._ops.OpOverload, args: Sequence[Any], kwargs: Mapping[str, Any], is_tensor: Callable[[Any], bool], where: str
 ) -> tuple[CustomOpCall, list[Any]]:
@@ -163,7 +172,7 @@ def custom_call(
     convention, constants, tensors = "", [], []
     lists: dict[int, int] = {}
     arguments = op._schema.arguments
-    written = [a.name for a in arguments if a.alias_info is not None and a.alias_info.is_write]
+    written = written_arguments(op)
     if written:
         raise ConversionError(
             f"{where}: {key} modifies its argument(s) {written} in place (mutates_args): a PythonOp node cannot "

@@ -16,7 +16,14 @@ import torch
 
 from ..errors import MalformedModelError, MissingCustomOpError, UntrustedCodeError
 from ..python_op.attributes import decode_constants
-from ..python_op.encoding import DEFAULT_ARGUMENT, PREFIX, object_table, read_comment, tensor_lists
+from ..python_op.encoding import (
+    DEFAULT_ARGUMENT,
+    PREFIX,
+    object_table,
+    read_comment,
+    tensor_lists,
+    written_arguments,
+)
 from .trust import TrustPolicy, import_module, is_builtin_namespace, torch_owned
 
 #: the type of ``torch.ops.<namespace>``, to tell a namespace from the other attributes of ``torch.ops``
@@ -128,7 +135,7 @@ def _callable(op: torch._ops.OpOverload, where: str, qualname: str) -> torch._op
             "node calls the user's custom ops only and no option allows this (the exporter never writes it: the "
             "model was edited)"
         )
-    written = [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    written = written_arguments(op)
     if written:
         raise UntrustedCodeError(
             f"{where} calls {qualname}, which writes into its argument(s) {written}: the exporter never writes such "

@@ -46,40 +46,18 @@ def _own_options() -> ort.SessionOptions:
 
 def _check_names(graph: onnx.GraphProto) -> None:
     """Raises :class:`MalformedModelError` naming the node when a node reads a value that no graph input,
-    initializer or node defines, or when a graph output is defined by none."""
+    initializer or node before it defines, or when a graph output is defined by none. A graph in this order
+    (ONNX's) is planned into steps each of which finds its inputs computed by the steps before it (:func:`.plan`)."""
     defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
-    defined.update(o for n in graph.node for o in n.output if o)
     for node in graph.node:
         missing = [n for n in node_inputs(node) if n not in defined]
         if missing:
             raise MalformedModelError(
-                f"{node.op_type} node {node.name!r} reads {missing[:8]}, which no graph input, initializer or node "
-                "defines"
-            )
-    missing = [o.name for o in graph.output if o.name not in defined]
-    if missing:
-        raise MalformedModelError(f"the graph outputs {missing[:8]} are defined by no node, input or initializer")
-
-
-def _check_defined(steps: Sequence[Any], known: set[str], outputs: Sequence[str]) -> None:
-    """Raises :class:`MalformedModelError` naming the node when a step reads a value that no graph input,
-    initializer or earlier step defines, or when a graph output is never defined."""
-    known = set(known)
-    for step in steps:
-        nodes = step.nodes if isinstance(step, Segment) else [step.node]
-        names = step.inputs if isinstance(step, Segment) else node_inputs(step.node)
-        missing = [n for n in names if n not in known]
-        if missing:
-            reader = next((n for n in nodes if set(node_inputs(n)) & set(missing)), nodes[0])
-            raise MalformedModelError(
-                f"{reader.op_type} node {reader.name!r} reads {missing[:8]}, which no graph input, initializer or "
+                f"{node.op_type} node {node.name!r} reads {missing[:8]}, which no graph input, initializer or "
                 "node before it defines"
             )
-        if isinstance(step, Segment):
-            known.update(step.outputs)
-        else:
-            known.update(o for o in step.node.output if o)
-    missing = [o for o in outputs if o not in known]
+        defined.update(o for o in node.output if o)
+    missing = [o.name for o in graph.output if o.name not in defined]
     if missing:
         raise MalformedModelError(f"the graph outputs {missing[:8]} are defined by no node, input or initializer")
 
@@ -235,7 +213,6 @@ class PythonOpSession:
             names = step.inputs if isinstance(step, Segment) else node_inputs(step.node)
             for name in names:
                 last[name] = i
-        _check_defined(self._steps, {i.name for i in self._inputs} | set(self._constants), self._output_names)
         self._release: list[list[str]] = [[] for _ in self._steps]
         for name, i in last.items():
             if name not in graph_outputs:
@@ -332,7 +309,7 @@ class PythonOpSession:
             if out is None and isinstance(step, GradCall):
                 if node.output[i] in self._read:
                     raise RuntimeFeedError(
-                        f"{node.op_type} {node.name!r}: output {i} is read by the graph, but the forward's tensor input "
+                        f"{node.op_type} node {node.name!r}: output {i} is read by the graph, but the forward's tensor input "
                         "it is the gradient of did not require one (input_requires_grads): the model was edited"
                     )
                 continue

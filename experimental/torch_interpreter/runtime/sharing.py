@@ -33,6 +33,7 @@ import torch
 
 from .ort_values import to_torch
 from .python_op_nodes import node_inputs
+from .segments import Segment
 
 logger = logging.getLogger(__name__)
 
@@ -105,12 +106,12 @@ class SharedInitializers:
         initializers: Mapping[str, onnx.TensorProto],
         own_options: bool,
     ) -> SharedInitializers:
-        """The shared initializers of the planned ``steps`` (segments have ``nodes``); ``own_options``: whether
+        """The shared initializers of the planned ``steps`` (:func:`.segments.plan`); ``own_options``: whether
         the session makes its own options (:meth:`give` then adds the values to them), False when the user gave
         them."""
         readers: dict[str, int] = {}
         for step in steps:
-            if hasattr(step, "nodes"):
+            if isinstance(step, Segment):
                 for name in {n for node in step.nodes for n in node_inputs(node)} & set(initializers):
                     readers[name] = readers.get(name, 0) + 1
         names = [

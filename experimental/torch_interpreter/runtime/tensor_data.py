@@ -68,13 +68,15 @@ def model_tensors(model: onnx.ModelProto) -> Iterator[tuple[onnx.TensorProto, st
         yield from _node_tensors(f.node, f"the function {f.name!r}")
 
 
-def _declared_bytes(tensor: onnx.TensorProto, what: str) -> int:
-    count = _element_count(tensor, what)
+def _dtype(tensor: onnx.TensorProto, what: str) -> ir.DataType:
     try:
-        item = ir.DataType(tensor.data_type).itemsize
+        return ir.DataType(tensor.data_type)
     except ValueError:
         raise MalformedModelError(f"{what}: unknown element type {tensor.data_type}") from None
-    size = math.ceil(count * item)
+
+
+def _declared_bytes(tensor: onnx.TensorProto, what: str) -> int:
+    size = math.ceil(_element_count(tensor, what) * _dtype(tensor, what).itemsize)
     if size > MAX_EXTERNAL_BYTES:
         raise MalformedModelError(f"{what}: declares more than {MAX_EXTERNAL_BYTES} bytes of external data")
     return size
@@ -179,10 +181,7 @@ def check_declared_sizes(model: onnx.ModelProto) -> None:
         if tensor.data_location == _T.EXTERNAL or tensor.data_type == _T.UNDEFINED:
             continue
         count = _element_count(tensor, what)
-        try:
-            dtype = ir.DataType(tensor.data_type)
-        except ValueError:
-            raise MalformedModelError(f"{what}: unknown element type {tensor.data_type}") from None
+        dtype = _dtype(tensor, what)
         if tensor.data_type == _T.STRING:
             held, expected = len(tensor.string_data), count
         elif tensor.HasField("raw_data"):
