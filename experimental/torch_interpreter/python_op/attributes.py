@@ -149,8 +149,7 @@ def decode_constants(attrs: Mapping[str, Any], pointer: Any) -> dict[int, Any]:
     for a, p in zip(addresses, positions):
         constants[int(p)] = pointer(int(a))
     convention = attrs["input_convention"]
-    wrong = [p for p in constants if not 0 <= p < len(convention) or convention[p] != "c"]
-    if wrong or len(constants) != convention.count("c"):
+    if len(constants) != convention.count("c"):  # each position is a c of the convention, once (checked above)
         raise ValueError(
             f"PythonOp {attrs.get('func_name')!r}: constant positions {sorted(constants)} do not match "
             f"input_convention {convention!r}"
