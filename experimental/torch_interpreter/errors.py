@@ -138,6 +138,12 @@ class CaptureStrategyWarning(TorchInterpreterWarning):
     """The capture worked only after a strategy changed how it ran (e.g. the other strict mode)."""
 
 
+class DynamicShapeWarning(TorchInterpreterWarning):
+    """The dynamic shapes hold differently from how they were written: two axes named differently are one
+    dimension for the model (its code makes them equal, ``x + y``), so the ONNX model names both with the first
+    name."""
+
+
 class ProviderError(TorchInterpreterError, ValueError):
     """``to_onnx(..., providers=...)`` names a provider whose kernels were not compared with PyTorch (see
     :mod:`experimental.torch_interpreter.providers`): ``"any"`` is the safe choice for it; or

@@ -1,13 +1,38 @@
-"""``verbose=`` arguments map to log levels of the package's loggers; nothing prints."""
+"""What the user sees: ``verbose=`` arguments mapped to log levels of the package's loggers (nothing prints by
+default), progress of long loops, warnings pointing at the user's line."""
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
+import os
 import time
+import warnings
 from collections.abc import Iterator
 
 PACKAGE_LOGGER = "experimental.torch_interpreter"
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_at_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn(message, category)`` pointing at the first frame outside the package: the user's line calling
+    ``to_onnx`` (or ``export``...), however deep in the package the warning is raised (a capture strategy's depth
+    varies with the strategies chosen, so a fixed ``stacklevel`` would not do).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_at_user("a note", UserWarning)
+    >>> str(caught[0].message), caught[0].filename.endswith("logs.py")
+    ('a note', False)
+    """
+    frame = inspect.currentframe()
+    level = 1  # warnings.warn's stacklevel of ``frame``: 1 is this function
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 @contextlib.contextmanager

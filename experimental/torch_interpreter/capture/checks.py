@@ -20,7 +20,7 @@ import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from ..errors import ConstantInputWarning, InvalidModelError, TrainingModeWarning
-from .caller import warn_at_caller
+from ..logs import warn_at_user
 
 logger = logging.getLogger(__name__)
 
@@ -77,12 +77,11 @@ def warn_training_mode(model: torch.nn.Module) -> None:
     if not names:
         return
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-    warn_at_caller(
+    warn_at_user(
         f"the model is in training mode and these modules behave differently in eval mode: {shown}. "
         "The ONNX graph reproduces training behaviour (random dropout masks, batch statistics); call "
         "model.eval() before to_onnx for an inference graph.",
         TrainingModeWarning,
-        above=1,
     )
 
 
@@ -133,10 +132,9 @@ def warn_constant_inputs(constants: dict[str, Any]) -> None:
     if not constants:
         return
     shown = ", ".join(f"{name}={value!r}" for name, value in constants.items())
-    warn_at_caller(
+    warn_at_user(
         f"Python scalar inputs were baked into the graph as constants: {shown}. The ONNX model has no input "
         "for them and computes with these values whatever is given at run time. Pass a tensor instead, or, "
         "for an int, declare it dynamic (dynamic_shapes={name: 'n'}) to get a 0-D int64 input.",
         ConstantInputWarning,
-        above=1,
     )

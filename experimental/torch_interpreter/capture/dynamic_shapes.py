@@ -19,7 +19,8 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
-from ..errors import DynamicShapeError, InputMismatchError
+from ..errors import DynamicShapeError, DynamicShapeWarning, InputMismatchError
+from ..logs import warn_at_user
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class DimSpec:
     torch_spec: Any
     #: keystr path of the tensor in ``(args, kwargs)`` -> (label for messages, {axis: user name or None})
     axes: dict[str, tuple[str, dict[int, str | None]]] = field(default_factory=dict)
+    #: the inputs a dict spec leaves out: static
+    left_out: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """``x axis 0 ('batch'), mask axis 1 ('seq')``: the axes declared dynamic, for messages.
@@ -87,7 +90,8 @@ def _walk(value: Any, spec: Any, path: str, label: str, axes: dict) -> Any:
     if spec is None:
         return None
     if isinstance(value, torch.Tensor):
-        if isinstance(spec, (list, tuple)):
+        spec_shown, listed = spec, isinstance(spec, (list, tuple))
+        if listed:
             spec = {i: s for i, s in enumerate(spec) if s is not None}
         if not isinstance(spec, Mapping):
             raise DynamicShapeError(
@@ -102,6 +106,16 @@ def _walk(value: Any, spec: Any, path: str, label: str, axes: dict) -> Any:
                     f"spec names axis {axis!r}"
                 )
             axis = axis % value.dim()
+            if isinstance(dim, int) and not isinstance(dim, bool) and dim != value.shape[axis]:
+                raise DynamicShapeError(
+                    f"the dynamic shape of input {label} is {spec_shown!r}: a list gives one entry per axis (a name, "
+                    f"a torch.export.Dim, a size or None), so {dim} would fix axis {axis} to size {dim} while the "
+                    f"input has {value.shape[axis]}; to make an axis dynamic, name it: {{{dim}: 'batch'}} "
+                    "(torch.onnx.export's list of dynamic axes is dynamic_axes=, keyed by input name)"
+                    if listed else
+                    f"the dynamic shape of input {label} fixes axis {axis} to size {dim} while the input has "
+                    f"{value.shape[axis]}; to make the axis dynamic, name it: {{{axis}: 'batch'}}"
+                )
             out[axis], name = _dim_of(dim, f"{label} axis {axis}")
             if dim is not torch.export.Dim.AUTO:  # Dim.AUTO lets torch.export choose; static is an answer
                 names[axis] = name
@@ -214,12 +228,12 @@ def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, d
                         f"input (dynamic_shapes=({shown!r},)), or name the input "
                         f"(dynamic_shapes={{{names[0]!r}: {shown!r}}})")
             raise DynamicShapeError(f"dynamic_shapes names {sorted(unknown)} but the inputs are {names}{hint}")
+        # an input left out is static, as in torch.onnx.export's dynamic_axes (torch.export wants every name)
         spec = {
-            name: _walk_entry(name, value, path, dynamic_shapes[name], axes)
+            name: _walk_entry(name, value, path, dynamic_shapes[name], axes) if name in dynamic_shapes else None
             for name, value, path in entries
-            if name in dynamic_shapes
         }
-        return DimSpec(spec, axes)
+        return DimSpec(spec, axes, tuple(name for name, _, _ in entries if name not in dynamic_shapes))
     if not isinstance(dynamic_shapes, (list, tuple)):
         raise DynamicShapeError(
             f"dynamic_shapes must be a tuple (one entry per input) or a dict keyed by argument name, "
@@ -275,7 +289,9 @@ def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, k
     paths = [keystr(p) for p, _ in tree_flatten_with_path((args, ordered))[0]]
     nodes_by_path = dict(zip(paths, user_nodes))
     names: dict[str, str] = {}
-    for path, (_, axes) in spec.axes.items():
+    first: dict[str, str] = {}  # symbol -> the first axis named, for the message
+    merged: list[str] = []
+    for path, (label, axes) in spec.axes.items():
         node = nodes_by_path.get(path)
         val = node.meta.get("val") if node is not None else None
         if not isinstance(val, torch.Tensor):
@@ -290,5 +306,12 @@ def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, k
                 )
             expr = dim.node.expr
             if name and isinstance(expr, sympy.Symbol):
-                names.setdefault(str(expr), name)
+                symbol = str(expr)
+                if names.setdefault(symbol, name) != name:
+                    merged.append(f"{label} axis {axis} ({name!r}) is {first[symbol]}")
+                first.setdefault(symbol, f"{label} axis {axis} ({names[symbol]!r})")
+    if merged:
+        warn_at_user(
+            f"the model makes axes named differently equal: {'; '.join(merged)}; the ONNX model gives each such "
+            "dimension its first name (give them one name to silence this)", DynamicShapeWarning)
     return names

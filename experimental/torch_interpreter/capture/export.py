@@ -63,8 +63,8 @@ def export(
             raise DynamicShapeError(
                 text
                 + (f"\nAxes declared dynamic: {declared}." if declared else "")
-                + "\nThe dynamic_shapes spec does not fit what the model does with these dimensions; "
-                "follow torch's suggested fixes above, or use torch.export.Dim.DYNAMIC for an unnamed axis."
+                + "\nThe dynamic_shapes spec does not fit what the model does with these dimensions"
+                + ("; torch's suggested fixes are listed above." if "Suggested fixes:" in message else ".")
             ) from e
         error = ExportCaptureError(text)
         error.torch_output = printed.getvalue()
@@ -110,6 +110,7 @@ def torch_output() -> Iterator[io.StringIO]:
         for name, lg in [("torch", logging.getLogger("torch")), *logging.Logger.manager.loggerDict.items()]
         if name.startswith("torch") and isinstance(lg, logging.Logger)
         for h in lg.handlers
+        if not type(h).__module__.startswith(PACKAGE_LOGGER)  # the package's own listeners (specializations.py)
     ]
     handlers = list({id(h): h for h in handlers}.values())
     for h in handlers:
@@ -159,6 +160,19 @@ def model_frame(e: BaseException) -> traceback.FrameSummary | None:
     """The innermost frame of the model's code in the traceback of ``e`` (torch's, the standard library's and this
     package's frames skipped), None when there is none."""
     user = [f for f in _frames(e) if not _is_library(f.filename)]
+    return user[-1] if user else None
+
+
+def model_frame_in_stack(stack: list[traceback.FrameSummary]) -> traceback.FrameSummary | None:
+    """The innermost frame of the model's code in ``stack`` (outermost first), below this module's call of
+    ``torch.export.export``: the lines calling ``to_onnx`` are not the model's. None in strict mode, where dynamo
+    reads the model's code instead of running it.
+
+    >>> model_frame_in_stack(traceback.extract_stack()) is None
+    True
+    """
+    below = [i for i, f in enumerate(stack) if f.filename == __file__]
+    user = [f for f in stack[below[-1] + 1 :] if not _is_library(f.filename)] if below else []
     return user[-1] if user else None
 
 

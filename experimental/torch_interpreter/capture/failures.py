@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import enum
 import re
+import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -173,6 +175,16 @@ class MadeStatic(NamedTuple):
     axis: str
     value: str
 
+    @property
+    def source(self) -> str:
+        """torch's name of the size: ``L['x'][0].size()[1]``.
+
+        >>> MadeStatic("x[0]", "1", "8").source
+        "L['x'][0].size()[1]"
+        """
+        name, bracket, rest = self.label.partition("[")
+        return f"L[{name!r}]{bracket}{rest}.size()[{self.axis}]"
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -248,9 +260,10 @@ def classify(error: ExportCaptureError | DynamicShapeError) -> Failure:
     return Failure(error, frozenset(kinds), _suggested_fixes(message), made_static)
 
 
-def made_static_message(failure: Failure, spec: DimSpec) -> str:
+def made_static_message(failure: Failure, spec: DimSpec, lines: Mapping[str, traceback.FrameSummary] = {}) -> str:
     """``axes declared dynamic are fixed by the model: input x axis 0 ('a') would become static (8)...``: the
-    axes torch reports as specialized to a constant, in the user's words ("" when there is none).
+    axes torch reports as specialized to a constant, in the user's words, with the model's line that fixes each
+    when ``lines`` (``{source: frame}``, see :mod:`.specializations`) knows it ("" when there is none).
 
     >>> spec = DimSpec({}, {"[0][0]": ("x", {0: "a"})})
     >>> failure = Failure(DynamicShapeError(""), frozenset(), made_static=(MadeStatic("x", "0", "8"),))
@@ -258,14 +271,21 @@ def made_static_message(failure: Failure, spec: DimSpec) -> str:
     "axes declared dynamic are fixed by the model: input x axis 0 ('a') would become static (8)"
     """
     parts = []
-    for label, axis, value in failure.made_static:
-        names = next((axes for lab, axes in spec.axes.values() if lab == label), {})
-        user = names.get(int(axis))
-        parts.append(f"input {label} axis {axis}{f' ({user!r})' if user else ''} would become static ({value})")
+    for made in failure.made_static:
+        names = next((axes for lab, axes in spec.axes.values() if lab == made.label), {})
+        user = names.get(int(made.axis))
+        part = f"input {made.label} axis {made.axis}{f' ({user!r})' if user else ''} would become static ({made.value})"
+        frame = lines.get(made.source)
+        if frame is not None:
+            part += f", fixed by the model at {frame.filename}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()}"
+        parts.append(part)
     if not parts:
         return ""
     return (
-        f"axes declared dynamic are fixed by the model: {'; '.join(parts)}. aten2onnx does not silently drop a "
+        f"axes declared dynamic are fixed by the model: {'; '.join(parts)}"
+        + (f" (inputs left out of dynamic_shapes are static: {', '.join(spec.left_out)})" if spec.left_out else "")
+        + ". aten2onnx does not silently drop a "
         "dynamic axis: declare the axis static (remove it from dynamic_shapes) or change the model's code that "
-        "fixes this size (a reshape to constants, a slice of a fixed length)."
+        "fixes this size (a reshape to constants, a slice of a fixed length, an operation with a parameter of "
+        "that size)."
     )

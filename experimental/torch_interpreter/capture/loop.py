@@ -4,6 +4,7 @@ the strategies, in order, what to try next; records what they applied in a :clas
 from __future__ import annotations
 
 import contextlib
+import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ from ..errors import DynamicShapeError, ExportCaptureError
 from . import export as torch_export
 from .checks import check_outputs, constant_inputs, warn_constant_inputs, warn_training_mode
 from .dynamic_shapes import DimSpec, bind_inputs, normalize, symbol_names
-from .failures import Failure, classify, made_static_message
+from .failures import Failure, FailureKind, classify, made_static_message
 from .forward_signature import keywords_as_parameters
 from .report import CaptureReport
+from .specializations import watch_specializations
 from .strategies import select
 from .strategy import Attempt, Outcome, Strategy
 
@@ -74,13 +76,25 @@ class _Loop:
                 if retried is not None:
                     attempt = retried
                     continue
-                made_static = made_static_message(failure, attempt.spec)
+                made_static = made_static_message(failure, attempt.spec, self.specializing_lines(attempt, failure))
                 if made_static:
                     raise DynamicShapeError(f"{made_static}\n{error}") from error.__cause__
                 raise
             for strategy in self.strategies:
                 attempt, ep = strategy.check(attempt, ep, self.export, self.report)
             return attempt, ep
+
+    def specializing_lines(self, attempt: Attempt, failure: Failure) -> dict[str, traceback.FrameSummary]:
+        """``{torch's source of a size: the model's frame}`` for the sizes the model fixes, found by trying
+        ``attempt`` once more while torch's shape log is watched (its cost is paid on this failure only)."""
+        if FailureKind.MADE_STATIC not in failure.kinds or attempt.strict:  # dynamo shows the line itself
+            return {}
+        with watch_specializations(torch_export.model_frame_in_stack) as lines:
+            try:
+                self.export(attempt)
+            except CAPTURE_FAILURES:
+                pass
+        return lines
 
     def run(self, attempt: Attempt, level: int = 0) -> Outcome:
         """:meth:`series` from ``attempt``, each strategy from ``level`` on offering a fallback when the

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ...errors import CaptureStrategyWarning
-from ..caller import warn_at_caller
+from ...logs import warn_at_user
 from ..failures import Failure, FailureKind
 from ..report import CaptureReport
 from ..strategy import Attempt, Outcome, Strategy
@@ -49,5 +49,5 @@ class OtherMode(Strategy):
             raise first from first.__cause__
         note = f"{mode} capture failed ({failure.first_line}); {other_mode} capture worked"
         report.use(self.name, note)
-        warn_at_caller(f"{note}: pass strict={other} to skip the failing attempt", CaptureStrategyWarning)
+        warn_at_user(f"{note}: pass strict={other} to skip the failing attempt", CaptureStrategyWarning)
         return outcome

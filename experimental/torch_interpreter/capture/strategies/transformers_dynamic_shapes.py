@@ -16,7 +16,7 @@ import torch
 from torch.utils._pytree import tree_flatten_with_path
 
 from ...errors import CaptureStrategyWarning
-from ..caller import warn_at_caller
+from ...logs import warn_at_user
 from ..dynamic_shapes import DimSpec, bind_inputs, normalize
 from ..failures import Failure
 from ..report import CaptureReport
@@ -109,11 +109,10 @@ class TransformersDynamicShapes(Strategy):
             f"{k}: {v}" if isinstance(v, dict) else f"{k}: {len(v)} cache tensors" for k, v in spec.items() if v
         )
         report.use(self.name, f"no dynamic_shapes given: used {shown}")
-        warn_at_caller(
+        warn_at_user(
             f"no dynamic_shapes given for this transformers model: the usual axes were made dynamic ({shown}); "
             "pass dynamic_shapes to choose them ({} keeps every axis static)",
             CaptureStrategyWarning,
-            above=1,
         )
         bound = bind_inputs(attempt.model.forward, attempt.args, attempt.kwargs)
         inferred = normalize(bound, attempt.args, attempt.kwargs, spec)
@@ -137,5 +136,5 @@ class TransformersDynamicShapes(Strategy):
             "exported static"
         )
         report.use(self.name, note)
-        warn_at_caller(f"{note}; pass dynamic_shapes to choose the dynamic axes", CaptureStrategyWarning, above=1)
+        warn_at_user(f"{note}; pass dynamic_shapes to choose the dynamic axes", CaptureStrategyWarning)
         return outcome
