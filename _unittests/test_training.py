@@ -238,6 +238,58 @@ def test_fallback_to_eager_names_the_op():
         torch.compile(model, backend=strict)(x)
 
 
+
+@torch.library.custom_op("aten2onnx_test_training::log_tensor", mutates_args=())
+def _log_tensor(x: torch.Tensor) -> None:
+    """An op with side effects: AOTAutograd wraps its calls in ``higher_order::with_effects``."""
+
+
+_log_tensor.register_fake(lambda x: None)
+torch._higher_order_ops.effects._register_effectful_op(
+    torch.ops.aten2onnx_test_training.log_tensor.default, torch._higher_order_ops.effects._EffectType.ORDERED
+)
+
+
+@torch.compiler.disable
+def _logged(y):
+    torch.ops.aten2onnx_test_training.log_tensor(y)
+
+
+class _Logging(torch.nn.Module):
+    def __init__(self, outside):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 2)
+        self.outside = outside
+
+    def forward(self, x):
+        y = self.lin(x)
+        if self.outside:
+            _logged(y)
+        else:
+            torch.ops.aten2onnx_test_training.log_tensor(y)
+        return y.relu()
+
+
+def test_fallback_names_the_op_with_side_effects_not_its_wrapper():
+    """The warning names the op inside ``with_effects`` and does not advise a converter for the wrapper; its
+    advice (call the op outside the compiled code) makes every graph run in onnxruntime."""
+    backend = OrtBackend(providers="cpu")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.compile(_Logging(False), backend=backend)(torch.randn(3, 4)).sum().backward()
+    messages = [str(w.message) for w in caught if issubclass(w.category, EagerFallbackWarning)]
+    assert len(messages) == 1, messages
+    assert "aten2onnx_test_training::log_tensor.default" in messages[0], messages
+    assert "side effects" in messages[0] and "torch.compiler.disable" in messages[0], messages
+    assert "Register a converter" not in messages[0], messages
+    assert [g["runs_in"] for g in backend.graphs] == ["eager", "onnxruntime"], backend.graphs
+
+    torch._dynamo.reset()
+    backend = _backend()
+    torch.compile(_Logging(True), backend=backend)(torch.randn(3, 4)).sum().backward()
+    assert {g["runs_in"] for g in backend.graphs} == {"onnxruntime"}, backend.graphs
+
+
 def test_verify_finds_a_wrong_converter():
     def wrong_tanh(ctx, x):
         return ctx.op("Sigmoid", x)

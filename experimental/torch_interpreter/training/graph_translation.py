@@ -18,13 +18,41 @@ import torch.fx
 
 from ..builder import GraphBuilder
 from ..context import flatten
-from ..errors import ConversionError
+from ..errors import ConversionError, UnsupportedOpError
 from ..interpreter import Interpreter, missing_converters, raise_if_missing
 from ..optimize import optimize_model, run_stage
 from ..metadata import PROVIDERS
+from ..provenance import target_key
 from ..providers import encode as encode_providers
 from ..registry import Registry
 from .view_outputs import ViewOutputs
+
+
+#: the wrapper AOTAutograd puts around a call of an op with side effects (its second argument is the op)
+WITH_EFFECTS = "higher_order::with_effects"
+
+
+def _raise_if_missing(gm: torch.fx.GraphModule, registry: Registry) -> None:
+    """:func:`~experimental.torch_interpreter.interpreter.raise_if_missing`, where a call of an op with side effects
+    is named by that op, not by the ``with_effects`` wrapper (no converter registered for either would run it)."""
+    missing = missing_converters(gm, registry)
+    effects = missing.pop(WITH_EFFECTS, None)
+    if not effects:
+        raise_if_missing(missing)
+        return
+    nodes = (n for m in gm.modules() if isinstance(m, torch.fx.GraphModule) for n in m.graph.nodes)
+    wrapped = {n.name: target_key(n.args[1]) for n in nodes if target_key(n.target) == WITH_EFFECTS}
+    message = (
+        f"{len(effects)} call(s) of an op with side effects, which torch wraps in {WITH_EFFECTS} and a translated "
+        "graph does not run (registering a converter does not change that): "
+        + ", ".join(f"{wrapped.get(name, '?')} ({name!r} at {line})" for name, line in effects)
+        + "; call it outside the compiled code (in a function decorated with torch.compiler.disable) or remove it"
+    )
+    try:
+        raise_if_missing(missing)
+    except UnsupportedOpError as e:
+        message = f"{e}\n{message}"
+    raise UnsupportedOpError(message, {**missing, WITH_EFFECTS: effects})
 
 
 @dataclass
@@ -65,7 +93,7 @@ def translate_graph(
     """Translates ``gm`` (placeholders typed by ``meta['val']``, or by ``example_inputs``) for ``provider``
     (``"cpu"`` or ``"cuda"``) and optimizes it at ``optimize``; raises
     :class:`~experimental.torch_interpreter.UnsupportedOpError` listing the ops without a converter."""
-    raise_if_missing(missing_converters(gm, registry))
+    _raise_if_missing(gm, registry)
     builder = GraphBuilder(opset, providers=(provider,))
     interpreter = Interpreter(builder, registry, {})
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
