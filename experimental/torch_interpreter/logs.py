@@ -12,7 +12,9 @@ import warnings
 from collections.abc import Iterator
 
 PACKAGE_LOGGER = "experimental.torch_interpreter"
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: the package's folder and the module running its ``with`` blocks (the end of ``to_onnx``'s): frames a warning
+#: does not point at
+_INTERNAL = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.abspath(contextlib.__file__))
 
 
 def warn_at_user(message: str, category: type[Warning]) -> None:
@@ -29,7 +31,7 @@ def warn_at_user(message: str, category: type[Warning]) -> None:
     """
     frame = inspect.currentframe()
     level = 1  # warnings.warn's stacklevel of ``frame``: 1 is this function
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_INTERNAL):
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)

@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import time
-import warnings
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import onnx_ir as ir
 import torch
 
 from ..errors import TorchInterpreterWarning, UnsupportedOpError
+from ..logs import warn_at_user
 from ..metadata import RANGE_CONSTRAINTS, capture_entries
 from ..provenance import target_key
 
@@ -107,7 +107,9 @@ class ExportReport:
         lines += [f"| {name} | {t:.3f} | {detail} |" for name, t, detail in self.steps]
         lines += [f"| total | {total:.3f} | |", ""]
         if self.capture:
-            lines += ["## Capture", ""] + [f"- {k}: {v}" for k, v in sorted(self.capture.items())] + [""]
+            # no strategy applied: the first capture worked
+            lines += ["## Capture", ""] + [f"- {k}: {v or 'none needed'}" for k, v in sorted(self.capture.items())]
+            lines.append("")
         lines += ["## Dynamic axes", ""]
         if self.dynamic_axes:
             lines += [f"- {name}: {dims}" for name, dims in self.dynamic_axes.items()]
@@ -143,6 +145,11 @@ class ExportReport:
         return path
 
 
+#: the lower bound torch.export gives a dynamic axis it was not told more about (sizes 0 and 1 are specialized):
+#: not a limit of the ONNX model, which runs a size of 1 there
+_TORCH_LOW = 2
+
+
 def _ranges(text: str | None) -> list[str]:
     """One line per dynamic axis from the JSON list ``range_constraints.py`` writes in the metadata."""
     if not text:
@@ -154,10 +161,13 @@ def _ranges(text: str | None) -> list[str]:
     lines = []
     for e in entries:
         high = "inf" if e.get("high") is None else e["high"]
-        note = ", narrowed by the model's code" if e.get("narrowed") else ""
+        low, note = e.get("low"), ", narrowed by the model's code" if e.get("narrowed") else ""
+        if low == _TORCH_LOW and not e.get("narrowed"):
+            note = " (torch.export's bound 2 comes from its specialization of sizes 0 and 1, not from the model)"
+            low = 1
         lines.append(
             f"input {e.get('input')!r} axis {e.get('axis')} ({e.get('dim')!r}) = {e.get('expr')} in "
-            f"[{e.get('low')}, {high}]{note}"
+            f"[{low}, {high}]{note}"
         )
     return lines
 
@@ -223,9 +233,9 @@ def _save_beside(rep: ExportReport, path: str | os.PathLike) -> None:
     try:
         rep.save(path)
     except OSError as e:
-        warnings.warn(
+        warn_at_user(
             f"the export report could not be written to {os.fspath(path)!r} ({type(e).__name__}: {e}); "
             "report=ExportReport() keeps it in memory",
             TorchInterpreterWarning,
-            stacklevel=4,
         )
+
