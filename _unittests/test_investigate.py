@@ -99,6 +99,39 @@ def test_plot_log_scale(net):
     assert any(t.get_text() == "softplus" for t in ax.texts)
 
 
+def test_plot_legend_leaves_the_last_node_visible(tmp_path):
+    """The legend sits right of the axes, inside the figure saved without ``bbox_inches``: no point is under it
+    (the last node, ReLU, agrees exactly: its point is at the bottom right, where the legend was)."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("agg")
+    torch.manual_seed(0)
+    report = find_discrepancies(torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU()), (torch.randn(3, 4),))
+    ax = report.plot()
+    ax.figure.savefig(tmp_path / "plot.png")
+    renderer = ax.figure.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    last = report.rows[-1]
+    x, y = ax.transData.transform((last.position, max(last.max_abs, 1e-12)))
+    assert not legend.contains(x, y), (legend, x, y)
+    assert legend.x0 > ax.get_window_extent(renderer).x1  # right of the axes
+    assert ax.figure.bbox.contains(legend.x1 - 1, legend.y0 + 1)  # not cut off
+
+
+def test_cli_compare_repro_says_when_nothing_differs(net, tmp_path, monkeypatch, capsys):
+    """``compare --repro DIR`` with every node agreeing says that no repro was written (exit code 0)."""
+    from experimental.torch_interpreter.cli import main
+
+    (tmp_path / "f.py").write_text(
+        "import torch\n\n\ndef factory():\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU()), (torch.randn(3, 4),), {}, None\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "f.py:factory", "--repro", "repro"]) == 0
+    out = capsys.readouterr().out
+    assert "no discrepancy" in out and "no node differs: no repro written to repro" in out, out
+    assert not (tmp_path / "repro").exists()
+
+
 def test_verify_raises_naming_the_node(net, tmp_path):
     model, args = net
     path = tmp_path / "report.md"

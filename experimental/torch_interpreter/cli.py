@@ -221,7 +221,9 @@ def _compare(ns: argparse.Namespace) -> int:
         matplotlib.use("agg")
         ax = report.plot()
         ax.figure.savefig(ns.plot, bbox_inches="tight")
-    if report.first is not None and ns.repro:
+    if ns.repro and report.first is None:
+        sys.stdout.write(f"no node differs: no repro written to {ns.repro}\n")
+    elif ns.repro:
         paths = report.first.save_repro(ns.repro)
         sys.stdout.write("repro written: " + ", ".join(paths) + "\n")
     return 0 if report.first is None else 1

@@ -145,11 +145,20 @@ class DiscrepancyReport:
         return self.to_markdown()
 
     def plot(self, ax: Any = None, title: str | None = None) -> Any:
-        """The absolute error per node in graph order (log scale), the first differing node marked;
-        returns the matplotlib ``Axes``."""
+        """The absolute error per node in graph order (log scale), the first differing node marked, the legend
+        outside the axes, right of them (no point under it); returns the matplotlib ``Axes``.
+
+        >>> import os, torch
+        >>> from experimental.torch_interpreter import find_discrepancies
+        >>> ax = find_discrepancies(torch.nn.Sequential(torch.nn.Linear(4, 2)), (torch.randn(3, 4),)).plot()
+        >>> ax.get_yscale()
+        'log'
+        >>> ax.figure.savefig(os.devnull, format="png", bbox_inches="tight")  # "tight" keeps the legend
+        """
         import matplotlib.pyplot as plt
 
-        if ax is None:
+        created = ax is None
+        if created:
             _, ax = plt.subplots(figsize=(8, 3.5))
         xs = [r.position for r in self.rows]
         ys = [max(r.max_abs, 1e-12) if np.isfinite(r.max_abs) else 1e3 for r in self.rows]
@@ -167,5 +176,7 @@ class DiscrepancyReport:
                 textcoords="offset points", xytext=(5, 8), color="tab:red",
             )
         ax.set_title(title or f"{self.compared}/{self.total} nodes compared")
-        ax.legend(loc="lower right")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+        if created:
+            ax.figure.tight_layout()  # the figure makes room for the legend
         return ax
