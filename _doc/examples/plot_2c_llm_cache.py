@@ -116,3 +116,23 @@ ax.set_yscale("log")
 ax.set_ylabel("max |onnx - torch|")
 ax.set_title("logits and present cache")
 fig.tight_layout()
+
+# %%
+# Dynamic shapes written for you
+# ------------------------------
+# Writing the spec above takes knowing the model's inputs. ``inputs=`` takes real input sets instead: the axes
+# whose size differs between them become dynamic, named as a transformers model's usual axes (``batch``,
+# ``seq``, ``total``, ``past``); the spec is shown in a :class:`DynamicShapeWarning
+# <experimental.torch_interpreter.DynamicShapeWarning>` and kept in the model's ``metadata_props``; the set with
+# the largest sizes is exported, and every set is run by onnxruntime and by the model (a set the graph does not
+# hold for raises a ``VerificationError`` naming it).
+
+import warnings  # noqa: E402
+
+sets = [make_inputs(batch=2, seq=3, past=4), make_inputs(batch=3, seq=5, past=7, seed=1)]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    onx = to_onnx(model, inputs=sets)
+print([str(w.message) for w in caught if "inferred" in str(w.message)][0])
+for value in onx.graph.input:
+    print("input ", value.name, dims(value))

@@ -19,7 +19,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from .builder import GraphBuilder
 from .checkpoint import MetaWeights, cpu_stand_ins, meta_tensor_names
-from .capture import capture_model, range_constraints, shape_guards
+from .capture import caches_registered, capture_model, range_constraints, read_input_sets, shape_guards
 from .complex_pairs import check_no_complex_io
 from .dtypes import value_type
 from .errors import (
@@ -32,6 +32,7 @@ from .errors import (
     PythonOpWarning,
 )
 from .interpreter import Interpreter, missing_converters, raise_if_missing
+from .investigate.input_sets import check_input_sets
 from .investigate.report import recording
 from .investigate.verify import verify_export
 from .logs import verbosity
@@ -80,6 +81,7 @@ def to_onnx(
     dynamic_axes: Mapping[str, Any] | None = None,
     providers: str | Sequence[str] | None = "any",
     weights: str | os.PathLike | Mapping[str, Any] | None = None,
+    inputs: Sequence[Any] | None = None,
     **torch_onnx_kwargs: Any,
 ) -> onnx.ModelProto | ir.Model:
     """Converts a PyTorch model into ONNX through ``torch.export.export``.
@@ -147,6 +149,13 @@ def to_onnx(
         points at it), else it is copied; one of another floating type is converted when the model is saved, one
         tensor at a time; see
         ``_doc/large_models.rst``
+    :param inputs: several real input sets instead of ``args``, ``kwargs`` and ``dynamic_shapes``: a list of
+        ``(args, kwargs)`` pairs (or of tuples, of dicts); the axes whose size differs between the sets are made
+        dynamic and named (``batch`` for an axis 0, a transformers model's usual names, else ``<input>_<axis>``),
+        the spec is shown (a :class:`~experimental.torch_interpreter.DynamicShapeWarning`, the model's
+        ``metadata_props``), the set with the largest sizes is exported, and every set is run by onnxruntime and
+        by the model: a :class:`~experimental.torch_interpreter.VerificationError` names a set whose outputs
+        differ
     :param torch_onnx_kwargs: the other keywords of ``torch.onnx.export``: ``f`` (``filename``), and
         ``export_params``, ``do_constant_folding``, ``keep_initializers_as_inputs``, ``dynamo``, ``training``
         accepted with the value that matches what ``to_onnx`` does; another value, or another keyword, raises
@@ -176,6 +185,7 @@ def to_onnx(
         registry = registry or default_registry
         kwargs, filename = _filename_in_third_position(kwargs, filename)
         meta_weights = _meta_weights(model, weights, verify=verify, filename=filename, as_ir=as_ir)
+        sets = _input_sets(model, inputs, args, kwargs, dynamic_shapes, dynamic_axes)
         if isinstance(model, torch.export.ExportedProgram):
             if dynamic_shapes is not None or dynamic_axes is not None:
                 raise DynamicShapeError(
@@ -200,9 +210,10 @@ def to_onnx(
             with cpu_stand_ins(model) if meta_weights is not None else contextlib.nullcontext():
                 captured = capture_model(
                     model, args, kwargs, dynamic_shapes, strict=strict, strategies=capture_strategies,
-                    around_export=hook,
+                    around_export=hook, input_sets=sets,
                 )
             ep, names, spec, capture_report = captured.ep, captured.names, captured.spec, captured.report
+            args, kwargs = captured.args, captured.kwargs  # the set captured, when several were given
         else:
             raise InvalidModelError(
                 f"to_onnx expects a torch.nn.Module or a torch.export.ExportedProgram, not "
@@ -235,6 +246,9 @@ def to_onnx(
             translated - exported,
             len(onnx_model.graph),
         )
+        if sets is not None:  # investigate/input_sets.py: each set through onnxruntime and the model
+            with caches_registered(model, *sets[0]):
+                export_report.step("input sets", "; ".join(check_input_sets(ep, onnx_model, model, sets)))
         if verify:  # investigate/verify.py: raises VerificationError naming the first FX node that differs
             verify_export(ep, onnx_model, args, kwargs, export_report)
         if filename is not None:
@@ -326,6 +340,21 @@ def _placeholder_value(ep, builder, interpreter, node, spec, name: str, weights:
             return builder.stored_initializer(spec.target, weights(spec.target, tensor, buffer))
         return builder.initializer(spec.target, tensor)
     raise ConversionError(f"placeholder {node.name!r} of kind {spec.kind.name} is not supported")
+
+
+def _input_sets(model: Any, inputs: Any, args: Any, kwargs: Any, dynamic_shapes: Any, dynamic_axes: Any) -> Any:
+    """The input sets of ``inputs=`` as ``[(args, kwargs), ...]``, None without it; refused with the options it
+    replaces."""
+    if inputs is None:
+        return None
+    given = [name for name, value in [("args", args), ("kwargs", kwargs), ("dynamic_shapes", dynamic_shapes),
+                                      ("dynamic_axes", dynamic_axes)] if value not in (None, (), {}, [])]
+    if given:
+        raise ArgumentError(f"inputs= gives the input sets and decides the dynamic shapes: drop {', '.join(given)} "
+                            "(or drop inputs= and give args, kwargs and dynamic_shapes)")
+    if not isinstance(model, torch.nn.Module):
+        raise ArgumentError("inputs= needs the torch.nn.Module: an ExportedProgram's shapes are already fixed")
+    return read_input_sets(inputs)
 
 
 def _meta_weights(model: Any, weights: Any, *, verify: bool, filename: Any, as_ir: bool) -> MetaWeights | None:

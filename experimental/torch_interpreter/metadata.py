@@ -40,6 +40,8 @@ CAPTURE_STRATEGIES = CAPTURE_PREFIX + "strategies"
 CAPTURE_NOTES = CAPTURE_PREFIX + "notes"
 #: the scalar inputs torch.export baked in as constants (a Python literal: ``{'alpha': 0.5}``)
 CONSTANT_INPUTS = CAPTURE_PREFIX + "constant_inputs"
+#: the dynamic shapes inferred from several input sets, with the axes' names in the model (a Python literal)
+INFERRED_DYNAMIC_SHAPES = CAPTURE_PREFIX + "inferred_dynamic_shapes"
 #: the ranges of the dynamic input axes (a JSON list)
 RANGE_CONSTRAINTS = "aten2onnx.range_constraints"
 #: the conditions on the input sizes the graph relies on (a JSON list)

@@ -20,9 +20,21 @@ the hooks it needs, and one line in the tuple ``STRATEGIES`` of ``capture/strate
             return replace(attempt, active=attempt.active | {self.name})  # `during` then applies the change
 """
 
+from .input_sets import read_input_sets
 from .loop import Captured, capture_model
 from .report import CaptureReport
 from .strategies import NAMES, STRATEGIES
+from .strategies.transformers_caches import caches_registered
 from .strategy import Attempt, Strategy
 
-__all__ = ["NAMES", "STRATEGIES", "Attempt", "CaptureReport", "Captured", "Strategy", "capture_model"]
+__all__ = [
+    "NAMES",
+    "STRATEGIES",
+    "Attempt",
+    "CaptureReport",
+    "Captured",
+    "Strategy",
+    "caches_registered",
+    "capture_model",
+    "read_input_sets",
+]

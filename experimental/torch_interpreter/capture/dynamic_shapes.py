@@ -164,7 +164,7 @@ def _walk(value: Any, spec: Any, path: str, label: str, axes: dict) -> Any:
     return spec
 
 
-def _entries(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict) -> list[tuple[str, Any, Any]]:
+def input_entries(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict) -> list[tuple[str, Any, Any]]:
     """``(parameter name, value, path)`` per bound argument; for ``*args`` the value is a tuple and
     the path a list of paths (one per element)."""
     if bound is None:
@@ -216,7 +216,7 @@ def normalize(bound: inspect.BoundArguments | None, args: tuple, kwargs: dict, d
     if dynamic_shapes is None:
         return DimSpec(None)
     axes: dict[str, tuple[str, dict[int, str | None]]] = {}
-    entries = _entries(bound, args, kwargs)
+    entries = input_entries(bound, args, kwargs)
     if isinstance(dynamic_shapes, Mapping):
         names = [e[0] for e in entries]
         unknown = set(dynamic_shapes) - set(names)
@@ -274,6 +274,35 @@ def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, k
     >>> list(symbol_names(ep, spec, (x,), {}).values())
     ['batch']
     """
+    names: dict[str, str] = {}
+    first: dict[str, str] = {}  # symbol -> the first axis named, for the message
+    merged: list[str] = []
+    for label, axis, name, symbol in axis_symbols(ep, spec, args, kwargs):
+        if name and symbol is not None:
+            if names.setdefault(symbol, name) != name:
+                merged.append(f"{label} axis {axis} ({name!r}) is {first[symbol]}")
+            first.setdefault(symbol, f"{label} axis {axis} ({names[symbol]!r})")
+    if merged:
+        warn_at_user(
+            f"the model makes axes named differently equal: {'; '.join(merged)}; the ONNX model gives each such "
+            "dimension its first name (give them one name to silence this)", DynamicShapeWarning)
+    return names
+
+
+def axis_symbols(
+    ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, kwargs: dict
+) -> list[tuple[str, int, str | None, str | None]]:
+    """``(label, axis, name, symbol)`` for each tensor axis declared dynamic: the symbol torch.export gave it
+    (``s43``; None when the size is an expression of others).
+
+    Raises :class:`DynamicShapeError` when an axis the user declared dynamic was made static.
+
+    >>> x = torch.zeros(3, 2)
+    >>> spec = normalize(None, (x,), {}, ({0: "batch"},))
+    >>> ep = torch.export.export(torch.nn.ReLU(), (x,), dynamic_shapes=spec.torch_spec)
+    >>> [(label, axis, name) for label, axis, name, _ in axis_symbols(ep, spec, (x,), {})]
+    [('args_0', 0, 'batch')]
+    """
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
     user_nodes = [
         n
@@ -282,15 +311,13 @@ def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, k
     ]
     in_spec = ep.call_spec.in_spec
     if in_spec is None or not spec.axes:
-        return {}
+        return []
     # flatten the real inputs (custom containers flatten with their own keys) in torch.export's order
     kw_keys = in_spec.children()[1].context if in_spec.num_children == 2 else None
     ordered = {k: kwargs[k] for k in kw_keys} if kw_keys is not None else kwargs
     paths = [keystr(p) for p, _ in tree_flatten_with_path((args, ordered))[0]]
     nodes_by_path = dict(zip(paths, user_nodes))
-    names: dict[str, str] = {}
-    first: dict[str, str] = {}  # symbol -> the first axis named, for the message
-    merged: list[str] = []
+    found = []
     for path, (label, axes) in spec.axes.items():
         node = nodes_by_path.get(path)
         val = node.meta.get("val") if node is not None else None
@@ -305,13 +332,5 @@ def symbol_names(ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, k
                     "The model's code fixes this size; change the model or declare the axis static."
                 )
             expr = dim.node.expr
-            if name and isinstance(expr, sympy.Symbol):
-                symbol = str(expr)
-                if names.setdefault(symbol, name) != name:
-                    merged.append(f"{label} axis {axis} ({name!r}) is {first[symbol]}")
-                first.setdefault(symbol, f"{label} axis {axis} ({names[symbol]!r})")
-    if merged:
-        warn_at_user(
-            f"the model makes axes named differently equal: {'; '.join(merged)}; the ONNX model gives each such "
-            "dimension its first name (give them one name to silence this)", DynamicShapeWarning)
-    return names
+            found.append((label, axis, name, str(expr) if isinstance(expr, sympy.Symbol) else None))
+    return found

@@ -7,20 +7,23 @@ import contextlib
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ..errors import DynamicShapeError, ExportCaptureError
+from ..errors import DynamicShapeError, DynamicShapeWarning, ExportCaptureError
 from . import export as torch_export
 from .checks import check_outputs, constant_inputs, warn_constant_inputs, warn_training_mode
-from .dynamic_shapes import DimSpec, bind_inputs, normalize, symbol_names
+from ..logs import warn_at_user
+from .dynamic_shapes import DimSpec, axis_symbols, bind_inputs, normalize, symbol_names
 from .failures import Failure, FailureKind, classify, made_static_message
 from .forward_signature import keywords_as_parameters
+from .input_sets import AxisName, InferredShapes, final_names, infer_dynamic_shapes, renamed
 from .report import CaptureReport
 from .specializations import watch_specializations
 from .strategies import select
+from .strategies.transformers_dynamic_shapes import transformers_dynamic_shapes
 from .strategy import Attempt, Outcome, Strategy
 
 #: the failures the strategies answer; any other exception goes through
@@ -36,6 +39,11 @@ class Captured:
     names: dict[str, str]
     spec: DimSpec
     report: CaptureReport
+    #: the inputs captured: the user's, or the chosen one of several input sets
+    args: tuple = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    #: the dynamic shapes inferred from several input sets, with the names the ONNX model gives the axes
+    inferred: dict[str, Any] | None = None
 
 
 class _Loop:
@@ -121,12 +129,15 @@ def capture_model(
     strict: bool = False,
     strategies: bool | str | Strategy | Sequence[str | Strategy] | None = True,
     around_export: Callable[[], AbstractContextManager] = contextlib.nullcontext,
+    input_sets: list[tuple[tuple, dict]] | None = None,
 ) -> Captured:
     """Captures ``model`` with ``torch.export``, trying the capture ``strategies`` when it refuses the model.
 
     ``strategies``: ``True`` all, ``False`` none, names, or :class:`~.strategy.Strategy` objects (see
     :func:`.strategies.select`); ``around_export()`` is entered around the tries (the PythonOp hook of
-    ``to_onnx``). Warns about a model in training mode and about Python scalars baked in as constants; raises
+    ``to_onnx``). With ``input_sets`` (two or more ``(args, kwargs)``, see :mod:`.input_sets`), the axes whose size
+    differs between them are dynamic, ``args`` and ``kwargs`` are not read and the set with the largest dynamic
+    sizes is captured. Warns about a model in training mode and about Python scalars baked in as constants; raises
     :class:`~experimental.torch_interpreter.InvalidModelError` for a model returning no tensor.
 
     >>> x = torch.zeros(1, 4)
@@ -137,10 +148,17 @@ def capture_model(
     warn_training_mode(model)
     report = CaptureReport(strict=strict)
     loop = _Loop(select(strategies), report)
+    if input_sets is not None:
+        args, kwargs = input_sets[0]
     with contextlib.ExitStack() as scope:
         for strategy in loop.strategies:
             scope.enter_context(strategy.scope(model, args, kwargs, report))
-        scope.enter_context(keywords_as_parameters(model, kwargs))
+        scope.enter_context(keywords_as_parameters(model, kwargs))  # the keywords' names: the same in every set
+        inferred = None
+        if input_sets is not None:  # the caches are pytree nodes now: the sets are compared leaf by leaf
+            inferred = infer_dynamic_shapes(model.forward, input_sets, transformers_dynamic_shapes(model, args, kwargs))
+            args, kwargs = input_sets[inferred.chosen]
+            dynamic_shapes = inferred.spec
         spec = normalize(bind_inputs(model.forward, args, kwargs), args, kwargs, dynamic_shapes)
         attempt = Attempt(model, args, kwargs, strict=strict, spec=spec, torch_spec=spec.torch_spec)
         for strategy in loop.strategies:
@@ -153,5 +171,25 @@ def capture_model(
             report.strict = attempt.strict
             report.constants = constant_inputs(ep)
             warn_constant_inputs(report.constants)
-        names = symbol_names(ep, attempt.spec, args, kwargs)
-    return Captured(ep, names, attempt.spec, report)
+        if inferred is None:
+            return Captured(ep, symbol_names(ep, attempt.spec, args, kwargs), attempt.spec, report, args, kwargs)
+        names, shown = _inferred_names(ep, attempt.spec, args, kwargs, inferred)
+        report.inferred = shown
+        warn_at_user(
+            f"dynamic shapes inferred from {len(input_sets)} input sets (set {inferred.chosen + 1} exported): "
+            f"dynamic_shapes={shown!r}", DynamicShapeWarning)
+    return Captured(ep, names, attempt.spec, report, args, kwargs, shown)
+
+
+def _inferred_names(
+    ep: torch.export.ExportedProgram, spec: DimSpec, args: tuple, kwargs: dict, inferred: InferredShapes
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The names of the symbols for the ONNX model, and the inferred spec with them: one name for the axes the
+    model makes one dimension, distinct names for the others (see :func:`.input_sets.final_names`)."""
+    axes = axis_symbols(ep, spec, args, kwargs)
+    final = final_names([(name, symbol) for _, _, name, symbol in axes if isinstance(name, AxisName)])
+    names: dict[str, str] = {}
+    for _, _, name, symbol in axes:
+        if name and symbol is not None:
+            names.setdefault(symbol, final.get(id(name), name))
+    return names, renamed(inferred.spec, final)

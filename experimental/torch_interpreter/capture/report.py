@@ -8,7 +8,7 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ..metadata import CAPTURE_MODE, CAPTURE_NOTES, CAPTURE_STRATEGIES, CONSTANT_INPUTS, write
+from ..metadata import CAPTURE_MODE, CAPTURE_NOTES, CAPTURE_STRATEGIES, CONSTANT_INPUTS, INFERRED_DYNAMIC_SHAPES, write
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +29,8 @@ class CaptureReport:
     applied: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     constants: dict[str, Any] = field(default_factory=dict)
+    #: the dynamic shapes inferred from several input sets (None when the user gave them or none)
+    inferred: dict[str, Any] | None = None
 
     def use(self, strategy: str, note: str) -> None:
         """Records that ``strategy`` changed the capture, and why (logged at INFO level)."""
@@ -51,6 +53,8 @@ class CaptureReport:
             meta[CAPTURE_NOTES] = "\n".join(self.notes)
         if self.constants:
             meta[CONSTANT_INPUTS] = repr(self.constants)
+        if self.inferred is not None:
+            meta[INFERRED_DYNAMIC_SHAPES] = repr(self.inferred)
         return meta
 
     def record(self, model: ir.Model) -> None:
