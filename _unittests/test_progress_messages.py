@@ -11,7 +11,7 @@ import pytest
 import torch
 import transformers
 
-from experimental.torch_interpreter import CaptureStrategyWarning, to_onnx
+from experimental.torch_interpreter import CaptureStrategyWarning, logs, to_onnx
 
 
 def _bert() -> torch.nn.Module:
@@ -49,3 +49,35 @@ def test_axes_made_dynamic_for_the_user_are_shown():
                                                     r"1: 'seq'\}\); pass dynamic_shapes to choose them"):
         onx = to_onnx(_bert(), (), {"input_ids": ids})
     assert [d.dim_param for d in onx.graph.input[0].type.tensor_type.shape.dim] == ["batch", "seq"]
+
+
+def test_verbose_1_prints_the_steps_not_the_report(caplog):
+    caplog.set_level(logging.DEBUG)
+    to_onnx(torch.nn.Sequential(torch.nn.Linear(4, 4)), (torch.randn(2, 4),), verbose=1)
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(info) <= 10, info
+    assert info[-1].startswith("to_onnx done in ") and "report='export.md'" in info[-1], info
+    assert not any("# Export report" in m for m in info), info
+    # verbose=2 is for whoever investigates: the whole report, at DEBUG
+    caplog.clear()
+    to_onnx(torch.nn.Sequential(torch.nn.Linear(4, 4)), (torch.randn(2, 4),), verbose=2)
+    assert any("# Export report" in r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)
+
+
+def test_logging_info_shows_the_package_steps_not_each_pass_of_the_optimizers(caplog):
+    """A user who sets logging.INFO for everything: onnx-ir and onnxscript log one line per pass (with a stack);
+    they stay quiet while the package optimizes."""
+    caplog.set_level(logging.INFO)
+    to_onnx(_bert(), (), {"input_ids": torch.randint(0, 100, (2, 7))}, dynamic_shapes={}, optimize="onnxruntime")
+    names = {r.name.split(".")[0] for r in caplog.records}
+    assert names <= {"experimental", "torch", "transformers", "py"}, names
+    assert any(r.getMessage().startswith("to_onnx done in ") for r in caplog.records)
+
+
+def test_a_long_export_shows_a_progress_line(capfd, monkeypatch):
+    """An export longer than logs.PROGRESS_DELAY seconds (3) shows the step it runs on stderr; 0 here."""
+    monkeypatch.setattr(logs, "PROGRESS_DELAY", 0.0)
+    to_onnx(torch.nn.Sequential(torch.nn.Linear(4, 4)), (torch.randn(2, 4),), filename=None)
+    err = capfd.readouterr().err
+    assert "to_onnx: capture" in err and "to_onnx: done" in err, err
+    assert "3/3" in err or "to_onnx: done in" in err, err  # tqdm's bar, or a line per step without tqdm

@@ -7,7 +7,6 @@ import functools
 import inspect
 import logging
 import os
-import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -35,7 +34,7 @@ from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .investigate.input_sets import check_input_sets
 from .investigate.report import recording
 from .investigate.verify import verify_export
-from .logs import verbosity
+from .logs import ExportProgress, verbosity
 from .opsets import check_opset
 from .optimize import check_level, optimize_model, run_stage, translation_opset
 from .providers import KNOWN as KNOWN_PROVIDERS
@@ -173,8 +172,7 @@ def to_onnx(
         >>> onx.graph.input[0].type.tensor_type.shape.dim[0].dim_param
         'batch'
     """
-    with verbosity(verbose), recording(report, filename) as export_report:  # investigate/report.py
-        begin = time.perf_counter()
+    with verbosity(verbose), recording(report, filename) as export_report, contextlib.ExitStack() as scope:
         filename = torch_onnx_options(model, filename, torch_onnx_kwargs, _PARAMETERS)  # torch.onnx.export's
         target_opset = resolve_opset(target_opset, opset_version, DEFAULT_OPSET)
         check_level(optimize)
@@ -186,6 +184,9 @@ def to_onnx(
         kwargs, filename = _filename_in_third_position(kwargs, filename)
         meta_weights = _meta_weights(model, weights, verify=verify, filename=filename, as_ir=as_ir)
         sets = _input_sets(model, inputs, args, kwargs, dynamic_shapes, dynamic_axes)
+        steps = ("capture", "translation", "optimization") + ("input sets",) * (sets is not None) + (
+            "verification",) * bool(verify) + ("save",) * (filename is not None)
+        progress = scope.enter_context(ExportProgress(steps, enabled=not verbose))  # logs.py: a long export shows
         if isinstance(model, torch.export.ExportedProgram):
             if dynamic_shapes is not None or dynamic_axes is not None:
                 raise DynamicShapeError(
@@ -220,13 +221,13 @@ def to_onnx(
                 f"{type(model).__module__}.{type(model).__name__}; wrap a function in a Module whose "
                 "forward calls it"
             )
-        exported = time.perf_counter()
         export_report.exported(ep)
         # -- custom ops hook: converters from custom_ops=, PythonOp for the others (python_op/custom_ops.py)
         registry = with_custom_ops(registry, ep.graph_module, custom_ops)
         raise_if_missing(missing_converters(ep.graph_module, registry))
         # the onnxruntime level translates at opset 23 at least: ONNX Attention (optimize/__init__.py)
         logger.info("translation: %d FX nodes...", len(ep.graph.nodes))
+        progress.step("translation")
         onnx_model = translate(ep, registry, names, translation_opset(optimize, target_opset), providers,
                                meta_weights)
         rename(onnx_model, input_names, output_names)  # torch.onnx.export's input_names, output_names
@@ -234,24 +235,21 @@ def to_onnx(
         range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
         shape_guards.record(ep, onnx_model)  # size conditions the graph relies on, checked by InferenceSession
         logger.info("optimization: optimize=%r, %d nodes...", optimize, len(onnx_model.graph))
+        progress.step("optimization")
         optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
         _warn_python_ops(onnx_model)
         if capture_report is not None:
             capture_report.record(onnx_model)
         export_report.optimized(onnx_model)
-        translated = time.perf_counter()
-        logger.info(
-            "export %.3fs, translation %.3fs, %d nodes",
-            exported - begin,
-            translated - exported,
-            len(onnx_model.graph),
-        )
         if sets is not None:  # investigate/input_sets.py: each set through onnxruntime and the model
+            progress.step("input sets")
             with caches_registered(model, *sets[0]):
                 export_report.step("input sets", "; ".join(check_input_sets(ep, onnx_model, model, sets)))
         if verify:  # investigate/verify.py: raises VerificationError naming the first FX node that differs
+            progress.step("verification")
             verify_export(ep, onnx_model, args, kwargs, export_report)
         if filename is not None:
+            progress.step("save")
             save(onnx_model, filename, external_data=external_data)
             export_report.step("save", os.fspath(filename))
             if as_ir:

@@ -71,7 +71,7 @@ def export(
         raise error from e
     if printed.getvalue():
         logger.debug("torch's output during the capture:\n%s", printed.getvalue())
-    logger.info("torch.export.export (strict=%s) took %.3fs", strict, time.perf_counter() - begin)
+    logger.debug("torch.export.export (strict=%s) took %.3fs", strict, time.perf_counter() - begin)
     return ep
 
 

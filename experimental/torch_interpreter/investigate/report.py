@@ -204,7 +204,7 @@ def _onnx_ops(graph: ir.Graph) -> Iterator[str]:
 @contextlib.contextmanager
 def recording(report: Any, filename: Any = None) -> Iterator[ExportReport]:
     """The report of one :func:`to_onnx` call: ``report`` is None/False (nothing kept, the content is
-    still logged at INFO level), an :class:`ExportReport` (filled), a path (the markdown is written there,
+    still logged at DEBUG level, a line with the total time at INFO), an :class:`ExportReport` (filled), a path (the markdown is written there,
     also when the export fails) or True (written to ``filename + '.report.md'``)."""
     if report is True:
         if filename is None:
@@ -221,8 +221,12 @@ def recording(report: Any, filename: Any = None) -> Iterator[ExportReport]:
         rep.torch_output = getattr(e, "torch_output", "")
         raise
     finally:
-        if logger.isEnabledFor(logging.INFO):
-            logger.info("export report\n%s", rep.to_markdown())
+        total = sum(t for _, t, _ in rep.steps)
+        if not rep.error:  # verbose=1: the steps were logged, one line ends them; verbose=2: the whole report
+            logger.info("to_onnx done in %.3fs%s; the whole report: to_onnx(..., report='export.md')", total,
+                        f", {len(rep.onnx_model.graph)} nodes" if rep.onnx_model is not None else "")
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("export report\n%s", rep.to_markdown())
         if isinstance(report, (str, os.PathLike)):
             _save_beside(rep, report)
 

@@ -20,9 +20,7 @@ Repairs and undos: :func:`register_dangling_constants`, :func:`split_constant_of
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -64,7 +62,7 @@ from onnxscript.rewriter.ort_fusions import (
 from onnxscript.rewriter.rules import common
 
 from ..errors import ConversionError
-from ..logs import PACKAGE_LOGGER
+from ..logs import quiet_dependencies
 from .graph_match import dims, int64s, typed
 from .lazy_transposes import kept_in_place
 from .rewrite import CountingPass
@@ -150,32 +148,11 @@ class _FoldConstantsPass(InPlacePass):
     """onnxscript's constant folding (``onnxscript.optimizer.fold_constants_ir``), with ONNX shape inference."""
 
     def call(self, model: ir.Model) -> PassResult:
-        with _quiet_folding():
+        with quiet_dependencies():
             return onnxscript.optimizer.fold_constants_ir(
                 model, onnx_shape_inference=True, input_size_limit=FOLD_INPUT_SIZE_LIMIT,
                 should_fold=lambda node: False if kept_in_place(node) else None,
             )
-
-
-#: loggers whose WARNINGs are not a user's business: onnxscript's folding logs one for each node it tried to
-#: evaluate and could not (the node stays), onnx-ir's deduplication one for each constant the graph outputs
-QUIET_LOGGERS = ("onnxscript.optimizer", "onnx_ir.passes.common.initializer_deduplication")
-
-
-@contextlib.contextmanager
-def _quiet_folding() -> Iterator[None]:
-    """The :data:`QUIET_LOGGERS` shown at ``verbose=2`` only: a user at the default level sees nothing (nothing
-    is wrong)."""
-    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
-    saved = [logger.level for logger in loggers]
-    if not logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.DEBUG):
-        for logger in loggers:
-            logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, saved):
-            logger.setLevel(level)
 
 
 def optimize_with_exact_constants(model: ir.Model) -> int:
@@ -221,7 +198,7 @@ def optimize_with_exact_constants(model: ir.Model) -> int:
         OutputFixPass(),
         NameFixPass(),
     )
-    with _quiet_folding():
+    with quiet_dependencies():
         return int(optimizer(model).modified)
 
 

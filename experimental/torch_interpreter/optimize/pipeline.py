@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 
+from ..logs import quiet_dependencies
 from .attention_bsd import AttentionOnBsdPass
 from .attention_heads import RepeatedHeadsIntoAttentionPass
 from .domains import import_ms_domain
@@ -161,9 +162,10 @@ def run_stage(model: ir.Model, level: Stage, pipeline: Sequence[Rewrite] | None 
     if level not in STAGES:
         raise ValueError(f"stage {level!r}: expected one of {STAGES}")
     counts: dict[str, int] = {}
-    for rewrite in PIPELINE if pipeline is None else pipeline:
-        if rewrite.level == level:
-            count = rewrite.apply(model)
-            if count:
-                counts[rewrite.name] = count
+    with quiet_dependencies():  # logs.py: onnx-ir's and onnxscript's INFO lines, one per pass, kept quiet
+        for rewrite in PIPELINE if pipeline is None else pipeline:
+            if rewrite.level == level:
+                count = rewrite.apply(model)
+                if count:
+                    counts[rewrite.name] = count
     return counts
