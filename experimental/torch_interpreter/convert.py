@@ -107,8 +107,8 @@ def to_onnx(
         onnxruntime's ``com.microsoft`` kernels (RMSNorm, skip norms, GELU...) and translates at opset 23 at
         least (ONNX ``Attention``); ``False`` keeps the raw translation; see ``_doc/performance.rst``
     :param registry: converters to use (default: the project's)
-    :param verbose: 0 silent, 1 logs the steps and timings and the export report, 2 also every node with
-        its time
+    :param verbose: 0 silent (but an export longer than a few seconds shows its step on stderr), 1 logs the steps
+        and timings, 2 also every node with its time and the whole export report
     :param verify: runs onnxruntime on the export inputs and compares every FX node with PyTorch; raises
         :class:`VerificationError` naming the first node that differs (see :func:`find_discrepancies`)
     :param report: an :class:`ExportReport` to fill, or a path where its markdown is written (also when the

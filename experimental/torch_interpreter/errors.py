@@ -139,9 +139,10 @@ class CaptureStrategyWarning(TorchInterpreterWarning):
 
 
 class DynamicShapeWarning(TorchInterpreterWarning):
-    """The dynamic shapes hold differently from how they were written: two axes named differently are one
-    dimension for the model (its code makes them equal, ``x + y``), so the ONNX model names both with the first
-    name."""
+    """What the dynamic shapes became, when it is not what was written: the spec inferred from several input sets
+    (``to_onnx(model, inputs=[...])``, with the names the ONNX model gives the axes), or two axes named differently
+    that are one dimension for the model (its code makes them equal, ``x + y``: the ONNX model names both with the
+    first name)."""
 
 
 class ProviderError(TorchInterpreterError, ValueError):
