@@ -11,7 +11,7 @@ import pytest
 import torch
 import transformers
 
-from experimental.torch_interpreter import CaptureStrategyWarning, logs, to_onnx
+from experimental.torch_interpreter import CaptureStrategyWarning, DynamicShapeError, logs, to_onnx
 
 
 def _bert() -> torch.nn.Module:
@@ -31,9 +31,11 @@ def test_each_step_announced_at_verbose_1(caplog):
     ], starts
 
 
-def test_silent_at_verbose_0(capfd, caplog):
+def test_silent_at_verbose_0(capfd, caplog, monkeypatch):
     """A static transformers model: onnxscript's folding cannot evaluate some nodes and says so at WARNING level;
-    the user at the default level sees nothing of it."""
+    the user at the default level sees nothing of it (nor a progress line: it shows after 3 s, which a loaded
+    machine may take, and is tested below)."""
+    monkeypatch.setattr(logs, "PROGRESS_DELAY", 600.0)
     ids = torch.randint(0, 100, (2, 7))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -80,4 +82,17 @@ def test_a_long_export_shows_a_progress_line(capfd, monkeypatch):
     to_onnx(torch.nn.Sequential(torch.nn.Linear(4, 4)), (torch.randn(2, 4),), filename=None)
     err = capfd.readouterr().err
     assert "to_onnx: capture" in err and "to_onnx: done" in err, err
-    assert "3/3" in err or "to_onnx: done in" in err, err  # tqdm's bar, or a line per step without tqdm
+    assert "3/3" in err or "to_onnx: done after" in err, err  # tqdm's bar, or a line per step without tqdm
+
+
+def test_a_long_export_that_fails_says_where_and_ends_its_line(capfd, monkeypatch):
+    monkeypatch.setattr(logs, "PROGRESS_DELAY", 0.0)
+
+    class Fixed(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(3, 2)
+
+    with pytest.raises(DynamicShapeError):
+        to_onnx(Fixed(), (torch.randn(3, 2),), dynamic_shapes=({0: "batch"},))
+    err = capfd.readouterr().err
+    assert "to_onnx: capture failed" in err and err.endswith("\n"), err

@@ -133,7 +133,7 @@ class ExportProgress:
     >>> print(out.getvalue().strip())
     to_onnx: capture (1/2)
     to_onnx: translation (2/2)
-    to_onnx: done in 0.0 s
+    to_onnx: done after 0.0 s
     """
 
     def __init__(
@@ -178,9 +178,13 @@ class ExportProgress:
                 if exc[0] is None:
                     self._bar.set_description_str("to_onnx: done", refresh=False)
                     self._bar.update(len(self.steps) - self._bar.n)
+                elif self.shown:  # the bar stays, saying where the export stopped, and the error starts a line
+                    self._bar.set_description_str(f"to_onnx: {self.current} failed")
+                    self.file.write("\n")
                 self._bar.close()
-            elif self.shown and exc[0] is None:
-                self.file.write(f"to_onnx: done in {time.perf_counter() - self.begin:.1f} s\n")
+            elif self.shown:
+                what = "done" if exc[0] is None else f"{self.current} failed"
+                self.file.write(f"to_onnx: {what} after {time.perf_counter() - self.begin:.1f} s\n")
                 self.file.flush()
 
     def step(self, name: str) -> None:
@@ -204,6 +208,7 @@ class ExportProgress:
         with self._lock:
             if self._bar is not None:
                 self._bar.refresh()
+                self.shown = True
             elif not self.shown:
                 self._draw_line()
 
