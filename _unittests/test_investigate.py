@@ -177,11 +177,15 @@ def test_report_lists_missing_ops(tmp_path):
     assert "## Missing converters" in text and "aten::special_erfcx.default" in text
 
 
-def test_verbose_1_logs_the_report(net, caplog):
+def test_verbose_2_logs_the_report_verbose_1_its_steps(net, caplog):
     model, args = net
+    with caplog.at_level("DEBUG", logger="experimental.torch_interpreter"):
+        to_onnx(model, args, verbose=2)
+    assert "# Export report" in caplog.text and "## FX ops (in)" in caplog.text
+    caplog.clear()
     with caplog.at_level("INFO", logger="experimental.torch_interpreter"):
         to_onnx(model, args, verbose=1)
-    assert "# Export report" in caplog.text and "## FX ops (in)" in caplog.text
+    assert "# Export report" not in caplog.text and "translation: " in caplog.text
 
 
 def test_repro_runs_and_shows_the_bug(net, tmp_path):
