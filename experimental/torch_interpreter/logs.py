@@ -124,7 +124,8 @@ PROGRESS_DELAY = 3.0
 class ExportProgress:
     """A progress line on stderr for an export that takes longer than :data:`PROGRESS_DELAY` seconds: the step
     running and the time spent (a tqdm bar where tqdm is installed, else one line per step), nothing for a short
-    export, nor when ``enabled`` is False (``verbose`` logs the steps). A thread wakes twice a second to redraw it, so that a long capture shows it moves.
+    export, nor when ``enabled`` is False (``verbose`` logs the steps). A thread wakes each second to redraw it, so
+    that a long capture shows it moves.
 
     >>> import io
     >>> out = io.StringIO()
@@ -200,7 +201,7 @@ class ExportProgress:
                 self._draw_line()
 
     def _watch(self) -> None:
-        while not self._stop.wait(0.5):
+        while not self._stop.wait(1.0):
             if time.perf_counter() - self.begin >= self.delay:
                 self._draw()
 
