@@ -224,3 +224,22 @@ def test_unknown_output_name_lists_the_outputs():
     for run in (sess.run, sess.run_torch, sess.run_ortvalues):
         with pytest.raises(RuntimeFeedError, match=r"unknown output\(s\) \['nope'\]; the model outputs are \['output'\]"):
             run(["nope"], {"input": torch.randn(3)})
+
+
+def test_an_input_declared_without_a_shape_takes_any_rank(tmp_path):
+    """onnxruntime lists an input declared without a shape as ``shape=[]``, as a scalar: the feed checks read the
+    model instead (a PythonOp model's second segment reads such a value: a training step with an autograd.Function
+    was refused with 'rank 2 instead of 0'); for a file, onnxruntime checks a true scalar's rank itself."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_empty_tensor_value_info("x")
+    x.type.tensor_type.elem_type = TensorProto.FLOAT
+    y = helper.make_empty_tensor_value_info("y")
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(model, path)
+    feed = torch.randn(5, 8)
+    for source in (model, path):
+        got = InferenceSession(source, providers=["CPUExecutionProvider"]).run(None, {"x": feed})[0]
+        np.testing.assert_allclose(got, feed.relu().numpy())

@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import torch
 
@@ -28,6 +30,30 @@ from .model_loading import Model, serialized
 from .ort_values import CPU, CUDA, default_providers, feed_to_ortvalue, ortvalue_to_numpy, ortvalue_to_torch
 
 logger = logging.getLogger(__name__)
+
+
+def _declared_inputs(model: Model, inputs: Sequence[Any]) -> list[Any]:
+    """The inputs the feeds are checked against: onnxruntime's, whose ``shape`` is ``[]`` for a scalar and for an
+    input declared without a shape alike; the second gets ``shape=None`` (its rank is not checked), read from the
+    model when it is in memory (a segment of a PythonOp model reads values of an unknown rank computed before), and
+    every ``[]`` is taken so for a file.
+
+    >>> from onnx import TensorProto, helper
+    >>> x = helper.make_empty_tensor_value_info("x")
+    >>> x.type.tensor_type.elem_type = TensorProto.FLOAT
+    >>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [helper.make_empty_tensor_value_info("y")])
+    >>> sess = ort.InferenceSession(helper.make_model(g).SerializeToString(), providers=["CPUExecutionProvider"])
+    >>> sess.get_inputs()[0].shape, _declared_inputs(helper.make_model(g), sess.get_inputs())[0].shape is None
+    ([], True)
+    """
+    graph = getattr(model, "graph", None)
+    if graph is None:  # a file or bytes, not parsed twice: onnxruntime checks the rank of a true scalar itself
+        unknown = {i.name for i in inputs if i.shape == []}
+    elif isinstance(graph, onnx.GraphProto):
+        unknown = {v.name for v in graph.input if not v.type.tensor_type.HasField("shape")}
+    else:  # an onnx_ir.Model
+        unknown = {v.name for v in graph.inputs if v.shape is None}
+    return [SimpleNamespace(name=i.name, type=i.type, shape=None) if i.name in unknown else i for i in inputs]
 
 
 def _raise_if_made_for_another_provider(content: str | bytes, chosen: Sequence[str], error: Exception) -> None:
@@ -87,7 +113,7 @@ class OrtSession:
         self._input_types = {i.name: i.type for i in self._sess.get_inputs()}
         # conditions on the input sizes the exported graph relies on (guards.py), scalars baked in at export
         meta = read_metadata(self._sess)
-        self._checks = FeedChecks(self._sess.get_inputs(), SizeChecks(meta), meta)
+        self._checks = FeedChecks(_declared_inputs(model, self._sess.get_inputs()), SizeChecks(meta), meta)
         message = not_made_for(decode_providers(meta.get(PROVIDERS)), self._sess.get_providers())
         if message:  # guards left out by to_onnx(..., providers=...) that this provider needs
             warnings.warn(message, ProviderWarning, stacklevel=3)
