@@ -4,7 +4,7 @@ steps with ``torch.compile(model, backend=OrtBackend())`` and with eager PyTorch
 Each (architecture, mode) runs in a subprocess of its own with a timeout. Per architecture: the status (``ok``: every
 graph in onnxruntime and the first step's loss and gradients equal to eager's; ``fallback``: a graph ran eagerly,
 the op named; ``precision``: the gradients differ, but eager float32 is itself as far from the same step in
-float64 (the backend within 3 times eager's error); ``mismatch``; ``error``: the backend raised where eager runs;
+float64 (the backend within 3 times eager's relative L2 error, per parameter); ``mismatch``; ``error``: the backend raised where eager runs;
 ``timeout``; ``skip``: the model cannot be built or fails eagerly), the first step's time, the time the backend
 spent translating graphs and creating sessions over the 4 steps, and the median time of the next steps and the peak
 memory (resident set growth) as ratios to eager's::
@@ -140,10 +140,12 @@ def worker(task: str, model_type: str, class_name: str, mode: str, out_path: str
             optimizer.zero_grad()
             loss = loss_of(task, run, batch)
             loss.backward()
-            if i == 0:
+            saved = time.perf_counter()
+            if i == 0:  # the gradients written for the comparison: not part of the step's time
                 torch.save({n: p.grad for n, p in model.named_parameters() if p.grad is not None}, out_path)
+            saved = time.perf_counter() - saved
             optimizer.step()
-            times.append(time.perf_counter() - begin)
+            times.append(time.perf_counter() - begin - saved)
             losses.append(loss.item())
     fallbacks = [" ".join(str(w.message).splitlines()[:2])[:300] for w in caught
                  if issubclass(w.category, EagerFallbackWarning)]
@@ -193,22 +195,29 @@ FLOAT64_FACTOR = 3.0
 
 
 def closer_to_float64(eager_path: str, backend_path: str, float64_path: str) -> str | None:
-    """Where the gradients differ: None when, for every parameter, the backend's largest error against the float64
-    step is at most :data:`FLOAT64_FACTOR` times eager float32's, else the first parameter that is not."""
+    """Where the gradients differ: None when, for every parameter, the backend's error against the float64 step is
+    at most :data:`FLOAT64_FACTOR` times eager float32's, else the first parameter that is not.
+
+    The error of a gradient is its relative L2 distance to float64's, not its largest difference: in a deep ReLU
+    network a pre-activation within rounding of 0 takes the other side in one float32 run and not in another, and
+    that position of the gradient changes by its full size; which positions do depends on every kernel's rounding.
+    Eager float32 whose first convolution's output is moved by one unit in the last place fails a largest-difference
+    test against its own run in 3 seeds of 6 (ResNet) and 6 of 6 (RegNet, up to 1187x), measured."""
     import torch
 
     eager, got, ref = torch.load(eager_path), torch.load(backend_path), torch.load(float64_path)
     worst = 0.0
     for name, r in ref.items():
-        scale = r.abs().max().item()
-        err_e = (eager[name].double() - r).abs().max().item()
-        err_g = (got[name].double() - r).abs().max().item()
-        if err_g > FLOAT64_FACTOR * err_e + 1e-6 * scale:
-            return f"gradient of {name}: {err_g:.3g} from float64, eager float32 {err_e:.3g}"
-        if scale > 1e-6:
-            worst = max(worst, err_e / scale)
-    return (f"against float64, the backend's gradients are within 3x eager float32's error (eager's worst: "
-            f"{worst:.2%} of the gradient's largest value)")
+        norm = r.norm().item()
+        err_e = (eager[name].double() - r).norm().item()
+        err_g = (got[name].double() - r).norm().item()
+        if err_g > FLOAT64_FACTOR * err_e + 1e-6 * norm:
+            return (f"gradient of {name}: {err_g / max(norm, 1e-30):.3g} from float64 (relative L2), eager float32 "
+                    f"{err_e / max(norm, 1e-30):.3g}")
+        if norm > 1e-6:
+            worst = max(worst, err_e / norm)
+    return (f"against float64, the backend's gradients are within 3x eager float32's relative L2 error (eager's "
+            f"worst: {worst:.2%})")
 
 
 def run_one(task: str, arch: str, cls: str, timeout: float) -> dict[str, Any]:
