@@ -57,12 +57,6 @@ QUIRKS: Mapping[str, tuple[str, frozenset[str]]] = {
         "the rewrite gives the fusion back)",
         frozenset({"cpu"}),
     ),
-    "long_sums_in_one_accumulator": (
-        "ReduceSum and ReduceMean of float32 add a long run (a batch norm's batch and spatial axes) in one float32 "
-        "accumulator: a batch norm's statistics up to 8 times farther from float64 than PyTorch's CPU kernel, which "
-        "sums in float64 (PyTorch's CUDA kernel sums in float32)",
-        frozenset({"cpu"}),
-    ),
     "extremum_of_infinities_is_finite": (
         "ReduceMax of a row of -inf (ReduceMin of +inf) returns the lowest (highest) finite float32",
         frozenset({"cuda"}),

@@ -56,16 +56,15 @@ def _affine(ctx: NodeContext, y: ir.Value, rank: int, weight: ir.Value | None, b
     return y
 
 
-def _normalize(ctx: NodeContext, x: ir.Value, axes: Sequence[int], eps: float) -> tuple[ir.Value, ...]:
-    """``((x - mean) * rstd, mean, rstd, var)`` over ``axes`` (kept; ``var`` biased), in the type PyTorch
-    computes in."""
+def _normalize(ctx: NodeContext, x: ir.Value, axes: Sequence[int], eps: float) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """``((x - mean) * rstd, mean, rstd)`` over ``axes`` (kept), in the type PyTorch computes in."""
     x = ctx.cast(x, opmath_dtype(x.dtype))
     axes_ = ctx.const(list(axes), INT64)
     mean = ctx.op("ReduceMean", x, axes_, keepdims=1)
     centered = ctx.op("Sub", x, mean)
     var = ctx.op("ReduceMean", ctx.op("Mul", centered, centered), axes_, keepdims=1)
     rstd = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.op("Add", var, ctx.const(float(eps), x.dtype))))
-    return ctx.op("Mul", centered, rstd), mean, rstd, var
+    return ctx.op("Mul", centered, rstd), mean, rstd
 
 
 def _saved(ctx: NodeContext, index: int, value: ir.Value | None) -> ir.Value | None:
@@ -171,52 +170,13 @@ def _batch_norm_eval(
     return kernel_op(ctx, "BatchNormalization", x, scale, b, running_mean, running_var, dtype=dtype, epsilon=float(eps))
 
 
-def _channel_mean(ctx: NodeContext, x: ir.Value, rank: int, n: ir.Value) -> ir.Value:
-    """The float64 mean per channel (axis 1, kept with the others) of ``x`` of rank ``rank`` (``n`` values per
-    channel, float64): sums along the last axis in the type of ``x``, then of those sums in float64."""
-    if rank > 2:  # each row (the last axis) in one accumulator: short runs (a whole image's is not)
-        x = ctx.op("ReduceSum", x, ctx.const([rank - 1], INT64), keepdims=1)
-    x = ctx.cast(x, ir.DataType.DOUBLE)
-    total = ctx.op("ReduceSum", x, ctx.const([0, *range(2, max(rank - 1, 2))], INT64), keepdims=1)
-    return ctx.op("Div", total, n)
-
-
-def _batch_stats(ctx: NodeContext, x: ir.Value, eps: float) -> tuple[ir.Value, ...]:
-    """``((x - mean) * rstd, mean, rstd, var)`` over every axis but the channels (kept; ``var`` biased, in
-    float64 for the CPU) as PyTorch's CPU kernel (``batch_norm_cpu_collect_stats``) computes them: ``x - mean`` and its
-    squares in the type of ``x``, their sums accumulated in float64 (``acc_type<float>``), ``rstd`` as
-    ``1 / sqrt(var + eps)`` in float64, then rounded.
-
-    onnxruntime's float32 ``ReduceMean`` over the batch and spatial axes sums long runs in one accumulator: the
-    mean of values far from 0 for their spread (``1000 + randn``) came out up to 2.5x farther from float64 than
-    PyTorch's, the variance of rectified values (many equal squares) 8x, the normalized output and the gradient of
-    the input 2.5-5x. Each row (the last axis) summed in float32, then the rows' sums in float64, is as precise as
-    PyTorch's, and only ``1 / row length`` of the tensor is cast (_unittests/test_training_precision.py).
-    """
-    c, rank = opmath_dtype(x.dtype), ctx.rank(x)
-    if not ctx.needs_guard("long_sums_in_one_accumulator"):  # providers.py: CUDA's reductions are tree sums
-        return _normalize(ctx, x, [0, *range(2, rank)], eps)
-    x = ctx.cast(x, c)
-    n: int | ir.Value = 1  # values per channel
-    for a in [0, *range(2, rank)]:
-        n = int_op(ctx, "Mul", n, dim_of(ctx, x, a))
-    n_ = ctx.operand(n, ir.DataType.DOUBLE)
-    mean = ctx.cast(_channel_mean(ctx, x, rank, n_), c)
-    centered = ctx.op("Sub", x, mean)
-    var = _channel_mean(ctx, ctx.op("Mul", centered, centered), rank, n_)
-    one = ctx.const(1.0, ir.DataType.DOUBLE)
-    rstd = ctx.op("Div", one, ctx.op("Sqrt", ctx.op("Add", var, ctx.const(float(eps), ir.DataType.DOUBLE))))
-    rstd = ctx.cast(rstd, c)
-    return ctx.op("Mul", centered, rstd), mean, rstd, var
-
-
 def _batch_norm_train(
     ctx: NodeContext, x: ir.Value, weight: ir.Value | None, bias: ir.Value | None, eps: float
-) -> tuple[ir.Value, ...]:
-    """Normalized by the statistics of the batch (training mode): ``(y, mean, rstd, var)`` (``var`` biased, in
-    float64); the running statistics are not updated."""
-    y, mean, rstd, var = _batch_stats(ctx, x, eps)
-    return ctx.cast(_affine(ctx, y, ctx.rank(x), weight, bias), ctx.out_dtype), mean, rstd, var
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Normalized by the statistics of the batch (training mode); the running statistics are not updated."""
+    axes = [0, *range(2, ctx.rank(x))]
+    y, mean, rstd = _normalize(ctx, x, axes, eps)
+    return ctx.cast(_affine(ctx, y, ctx.rank(x), weight, bias), ctx.out_dtype), mean, rstd
 
 
 @register("aten::batch_norm.default")
@@ -274,7 +234,7 @@ def aten__native_batch_norm_legit(
     """_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean,
     Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
     if training or running_mean is None or running_var is None:
-        y, mean, rstd, _ = _batch_norm_train(ctx, input, weight, bias, eps)
+        y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
         return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
     y = _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
     return y, _saved(ctx, 1, None), _saved(ctx, 2, None)
@@ -292,7 +252,7 @@ def aten__native_batch_norm_legit_no_stats(
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training,
     float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
-    y, mean, rstd, _ = _batch_norm_train(ctx, input, weight, bias, eps)
+    y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
     return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
 
 
@@ -322,17 +282,18 @@ def aten__native_batch_norm_legit_functional(
         y = _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
         running = [ctx.cast(r, onnx_dtype(ctx.val[i].dtype)) for i, r in ((3, running_mean), (4, running_var))]
         return y, _saved(ctx, 1, None), _saved(ctx, 2, None), *running
-    y, mean, rstd, var = _batch_norm_train(ctx, input, weight, bias, eps)
+    y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
     updated: list[ir.Value | None] = [None, None]
     if uses_output(ctx, 3) or uses_output(ctx, 4):
+        x = ctx.cast(input, mean.dtype)
+        axes = [0, *range(2, ctx.rank(x))]
         n: int | ir.Value = 1  # values per channel
-        for a in [0, *range(2, ctx.rank(input))]:
-            n = int_op(ctx, "Mul", n, dim_of(ctx, input, a))
-        acc = var.dtype  # float64 for the CPU: the variance's sum, as PyTorch's kernel keeps it
-        var_sum = ctx.op("Mul", var, ctx.operand(n, acc))
-        unbiased = ctx.op("Div", var_sum, ctx.operand(int_op(ctx, "Sub", n, 1), acc))
-        flat = ctx.const([-1], INT64)
-        batch = (ctx.op("Reshape", mean, flat), ctx.cast(ctx.op("Reshape", unbiased, flat), mean.dtype))
+        for a in axes:
+            n = int_op(ctx, "Mul", n, dim_of(ctx, x, a))
+        centered = ctx.op("Sub", x, mean)
+        var_sum = ctx.op("ReduceSum", ctx.op("Mul", centered, centered), ctx.const(axes, INT64), keepdims=0)
+        unbiased = ctx.op("Div", var_sum, ctx.operand(int_op(ctx, "Sub", n, 1), mean.dtype))
+        batch = (ctx.op("Reshape", mean, ctx.const([-1], INT64)), unbiased)
         for i, (running, stat) in enumerate(zip((running_mean, running_var), batch)):
             old = ctx.op("Mul", ctx.cast(running, mean.dtype), ctx.const(1.0 - momentum, mean.dtype))
             new = ctx.op("Add", ctx.op("Mul", stat, ctx.const(float(momentum), mean.dtype)), old)
@@ -427,7 +388,7 @@ def aten_native_group_norm(
     """native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW,
     int group, float eps) -> (Tensor, Tensor, Tensor)"""
     grouped = _grouped(ctx, input, group)
-    y, mean, rstd, _ = _normalize(ctx, grouped, [2], eps)
+    y, mean, rstd = _normalize(ctx, grouped, [2], eps)
     y = _affine(ctx, ctx.op("Reshape", y, ctx.op("Shape", input)), ctx.rank(input), weight, bias)
     two = ctx.const([2], INT64)
     saved = [
@@ -482,7 +443,7 @@ def aten__batch_norm_with_update(
 
     Training mode: the batch statistics; the running statistics are not updated.
     """
-    y, mean, rstd, _ = _batch_norm_train(ctx, input, weight, bias, eps)
+    y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
     return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd), _saved(ctx, 3, None)
 
 
