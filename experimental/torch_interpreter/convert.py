@@ -346,7 +346,8 @@ def _input_sets(model: Any, inputs: Any, args: Any, kwargs: Any, dynamic_shapes:
     if inputs is None:
         return None
     given = [name for name, value in [("args", args), ("kwargs", kwargs), ("dynamic_shapes", dynamic_shapes),
-                                      ("dynamic_axes", dynamic_axes)] if value not in (None, (), {}, [])]
+                                      ("dynamic_axes", dynamic_axes)]
+             if value is not None and not (isinstance(value, (tuple, list, dict)) and not value)]
     if given:
         raise ArgumentError(f"inputs= gives the input sets and decides the dynamic shapes: drop {', '.join(given)} "
                             "(or drop inputs= and give args, kwargs and dynamic_shapes)")
