@@ -90,62 +90,63 @@ def _hint(hint: Any, key: Any) -> Any:
     return None
 
 
-class _Inference:
-    """One walk over the sets' values, side by side; ``hint`` holds the usual names of some axes."""
+def _differ(label: str, what: str, values: Sequence[Any]) -> DynamicShapeError:
+    shown = ", ".join(f"set {i + 1}: {v}" for i, v in enumerate(values))
+    return DynamicShapeError(f"the input sets differ in {label}'s {what} ({shown}): {_ONLY_SIZES}")
 
-    def differ(self, label: str, what: str, values: Sequence[Any]) -> DynamicShapeError:
-        shown = ", ".join(f"set {i + 1}: {v}" for i, v in enumerate(values))
-        return DynamicShapeError(f"the input sets differ in {label}'s {what} ({shown}): {_ONLY_SIZES}")
 
-    def walk(self, values: list[Any], hint: Any, label: str) -> Any:
-        first = values[0]
-        if isinstance(first, torch.Tensor):
-            return self.tensor(values, hint, label)
-        kinds = {type(v) for v in values}
-        if len(kinds) > 1:
-            raise self.differ(label, "type", [type(v).__name__ for v in values])
-        if isinstance(first, int) and not isinstance(first, bool):
-            return AxisName(_identifier(label), label, None, tuple(values)) if len(set(values)) > 1 else None
-        if first is None or isinstance(first, (bool, float, str, torch.dtype, torch.device)):
-            if any(v != first for v in values):
-                raise self.differ(label, "value", values)
-            return None
-        if isinstance(first, (list, tuple)):
-            if len({len(v) for v in values}) > 1:
-                raise self.differ(label, "length", [len(v) for v in values])
-            return self.children([list(v) for v in values], hint, label)
-        if isinstance(first, Mapping):
-            if any(list(v) != list(first) for v in values):
-                raise self.differ(label, "keys", [sorted(v) for v in values])
-            specs = {k: self.walk([v[k] for v in values], _hint(hint, k), f"{label}[{k!r}]") for k in first}
-            return specs if any(s is not None for s in specs.values()) else None
-        node = pytree.SUPPORTED_NODES.get(type(first))
-        if node is not None:  # a registered container (a transformers cache): its flattened children
-            flat = [node.flatten_fn(v)[0] for v in values]
-            if len({len(f) for f in flat}) > 1:
-                raise self.differ(label, "number of tensors", [len(f) for f in flat])
-            return self.children(flat, hint, label)
-        return None  # another object: torch.export decides what it means
+def _walk(values: list[Any], hint: Any, label: str) -> Any:
+    """The spec of one input, its values in every set side by side; ``hint`` holds the usual names of some axes."""
+    first = values[0]
+    if isinstance(first, torch.Tensor):
+        return _tensor(values, hint, label)
+    kinds = {type(v) for v in values}
+    if len(kinds) > 1:
+        raise _differ(label, "type", [type(v).__name__ for v in values])
+    if isinstance(first, int) and not isinstance(first, bool):
+        return AxisName(_identifier(label), label, None, tuple(values)) if len(set(values)) > 1 else None
+    if first is None or isinstance(first, (bool, float, str, torch.dtype, torch.device)):
+        if any(v != first for v in values):
+            raise _differ(label, "value", values)
+        return None
+    if isinstance(first, (list, tuple)):
+        if len({len(v) for v in values}) > 1:
+            raise _differ(label, "length", [len(v) for v in values])
+        return _children([list(v) for v in values], hint, label)
+    if isinstance(first, Mapping):
+        if any(list(v) != list(first) for v in values):
+            raise _differ(label, "keys", [sorted(v) for v in values])
+        specs = {k: _walk([v[k] for v in values], _hint(hint, k), f"{label}[{k!r}]") for k in first}
+        return specs if any(s is not None for s in specs.values()) else None
+    node = pytree.SUPPORTED_NODES.get(type(first))
+    if node is not None:  # a registered container (a transformers cache): its flattened children
+        flat = [node.flatten_fn(v)[0] for v in values]
+        if len({len(f) for f in flat}) > 1:
+            raise _differ(label, "number of tensors", [len(f) for f in flat])
+        return _children(flat, hint, label)
+    return None  # another object: torch.export decides what it means
 
-    def children(self, flat: list[list[Any]], hint: Any, label: str) -> list[Any] | None:
-        specs = [self.walk([f[i] for f in flat], _hint(hint, i), f"{label}[{i}]") for i in range(len(flat[0]))]
-        return specs if any(s is not None for s in specs) else None
 
-    def tensor(self, values: list[Any], hint: Any, label: str) -> dict[int, AxisName] | None:
-        if not all(isinstance(v, torch.Tensor) for v in values):
-            raise self.differ(label, "type", [type(v).__name__ for v in values])
-        if len({v.dim() for v in values}) > 1:
-            raise self.differ(label, "rank", [v.dim() for v in values])
-        if len({v.dtype for v in values}) > 1:
-            raise self.differ(label, "type", [v.dtype for v in values])
-        axes = {}
-        for axis in range(values[0].dim()):
-            sizes = tuple(int(v.shape[axis]) for v in values)
-            if len(set(sizes)) > 1:
-                usual = _hint(hint, axis)
-                name = usual if isinstance(usual, str) else "batch" if axis == 0 else f"{_identifier(label)}_{axis}"
-                axes[axis] = AxisName(name, label, axis, sizes)
-        return axes or None
+def _children(flat: list[list[Any]], hint: Any, label: str) -> list[Any] | None:
+    specs = [_walk([f[i] for f in flat], _hint(hint, i), f"{label}[{i}]") for i in range(len(flat[0]))]
+    return specs if any(s is not None for s in specs) else None
+
+
+def _tensor(values: list[Any], hint: Any, label: str) -> dict[int, AxisName] | None:
+    if not all(isinstance(v, torch.Tensor) for v in values):
+        raise _differ(label, "type", [type(v).__name__ for v in values])
+    if len({v.dim() for v in values}) > 1:
+        raise _differ(label, "rank", [v.dim() for v in values])
+    if len({v.dtype for v in values}) > 1:
+        raise _differ(label, "type", [v.dtype for v in values])
+    axes = {}
+    for axis in range(values[0].dim()):
+        sizes = tuple(int(v.shape[axis]) for v in values)
+        if len(set(sizes)) > 1:
+            usual = _hint(hint, axis)
+            name = usual if isinstance(usual, str) else "batch" if axis == 0 else f"{_identifier(label)}_{axis}"
+            axes[axis] = AxisName(name, label, axis, sizes)
+    return axes or None
 
 
 _ONLY_SIZES = (
@@ -173,41 +174,30 @@ def infer_dynamic_shapes(
                 f"input set {i} gives the inputs {given} but set 1 gives {names[0]}: every set gives the same "
                 "inputs (an optional one left out in a set is left out in all)"
             )
-    inference = _Inference()
     spec = {}
     for j, name in enumerate(names[0]):
-        value_spec = inference.walk([e[j][1] for e in entries], (hint or {}).get(name), name)
+        value_spec = _walk([e[j][1] for e in entries], (hint or {}).get(name), name)
         if value_spec is not None:
             spec[name] = value_spec
-    return InferredShapes(spec, _largest(spec, entries))
+    return InferredShapes(spec, _largest(spec, len(sets)))
 
 
-def _largest(spec: dict[str, Any], entries: list[list[tuple[str, Any, Any]]]) -> int:
-    """The set whose smallest dynamic size is the largest (the first of those): torch.export specializes 0 and 1."""
-    def smallest(entry: list[tuple[str, Any, Any]]) -> int:
-        values = {name: value for name, value, _ in entry}
-        sizes = [
-            (leaf.shape[axis] if isinstance(leaf, torch.Tensor) else leaf) if axis is not None else leaf
-            for axis, leaf in _dynamic_leaves(spec, values)
-        ]
-        return min((int(s) for s in sizes), default=0)
-    scores = [smallest(e) for e in entries]
-    return scores.index(max(scores))
-
-
-def _dynamic_leaves(spec: Any, value: Any) -> list[tuple[int | None, Any]]:
-    """``(axis, leaf)`` for each :class:`AxisName` of ``spec``, ``leaf`` the tensor (or int) it names in ``value``."""
+def _axis_names(spec: Any) -> list[AxisName]:
+    """The :class:`AxisName` leaves of ``spec``."""
     if isinstance(spec, AxisName):
-        return [(None, value)]
-    if isinstance(spec, Mapping) and isinstance(value, torch.Tensor):
-        return [(axis, value) for axis in spec]
+        return [spec]
     if isinstance(spec, Mapping):
-        return [pair for k, s in spec.items() for pair in _dynamic_leaves(s, value[k])]
-    if isinstance(spec, list):
-        node = pytree.SUPPORTED_NODES.get(type(value))
-        children = list(value) if isinstance(value, (list, tuple)) else node.flatten_fn(value)[0]
-        return [pair for s, v in zip(spec, children) for pair in _dynamic_leaves(s, v)]
+        return [a for s in spec.values() for a in _axis_names(s)]
+    if isinstance(spec, (list, tuple)):
+        return [a for s in spec for a in _axis_names(s)]
     return []
+
+
+def _largest(spec: dict[str, Any], count: int) -> int:
+    """The set whose smallest dynamic size is the largest (the first of those): torch.export specializes 0 and 1."""
+    names = _axis_names(spec)
+    scores = [min((a.sizes[i] for a in names), default=0) for i in range(count)]
+    return scores.index(max(scores))
 
 
 def final_names(axes: list[tuple[AxisName, str | None]]) -> dict[int, str]:

@@ -15,7 +15,8 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from ..errors import VerificationError
-from ..runtime import InferenceSession
+from ..runtime import InferenceSession, to_numpy
+from .compare import compare_arrays
 from .engine import onnx_feeds
 
 #: (atol, rtol) per floating type; other types compare exactly
@@ -31,20 +32,17 @@ def _eager(model: torch.nn.Module, args: tuple, kwargs: dict) -> list[torch.Tens
 
 
 def _difference(expected: torch.Tensor, got: torch.Tensor) -> str | None:
-    """Why ``got`` is not ``expected`` within the type's tolerance, None when it is."""
-    if tuple(got.shape) != tuple(expected.shape):
-        return f"shape {tuple(got.shape)} instead of {tuple(expected.shape)}"
-    expected, got = expected.detach().cpu(), got.detach().cpu().to(expected.dtype)
-    if expected.dtype in _TOLERANCES:
-        atol, rtol = _TOLERANCES[expected.dtype]
-        if torch.allclose(got, expected, atol=atol, rtol=rtol, equal_nan=True):
-            return None
-        finite = torch.isfinite(expected) & torch.isfinite(got)
-        worst = (got[finite].double() - expected[finite].double()).abs().max().item() if finite.any() else 0.0
-        return f"values differ by up to {worst:.3g} (atol={atol:g}, rtol={rtol:g}; NaN and infinities compared too)"
-    if torch.equal(got, expected):
+    """Why ``got`` is not ``expected`` within the type's tolerance (:func:`.compare.compare_arrays`, floats within
+    :data:`_TOLERANCES`, other types exactly), None when it is."""
+    atol, rtol = _TOLERANCES.get(expected.dtype, (0.0, 0.0))
+    found = compare_arrays(expected.detach().cpu(), to_numpy(got.detach().cpu()), atol, rtol)
+    if found.ok:
         return None
-    return f"{int((got != expected).sum())} of {expected.numel()} values differ"
+    if found.reason == "shape":
+        return f"shape {tuple(got.shape)} instead of {tuple(expected.shape)}"
+    if found.reason == "dtype":
+        return f"type {got.dtype} instead of {expected.dtype}"
+    return f"values differ by up to {found.max_abs:.3g} (atol={atol:g}, rtol={rtol:g}; NaN and infinities compared too)"
 
 
 def check_input_sets(

@@ -242,4 +242,3 @@ def _save_beside(rep: ExportReport, path: str | os.PathLike) -> None:
             "report=ExportReport() keeps it in memory",
             TorchInterpreterWarning,
         )
-

@@ -62,7 +62,6 @@ from onnxscript.rewriter.ort_fusions import (
 from onnxscript.rewriter.rules import common
 
 from ..errors import ConversionError
-from ..logs import quiet_dependencies
 from .graph_match import dims, int64s, typed
 from .lazy_transposes import kept_in_place
 from .rewrite import CountingPass
@@ -148,11 +147,10 @@ class _FoldConstantsPass(InPlacePass):
     """onnxscript's constant folding (``onnxscript.optimizer.fold_constants_ir``), with ONNX shape inference."""
 
     def call(self, model: ir.Model) -> PassResult:
-        with quiet_dependencies():
-            return onnxscript.optimizer.fold_constants_ir(
-                model, onnx_shape_inference=True, input_size_limit=FOLD_INPUT_SIZE_LIMIT,
-                should_fold=lambda node: False if kept_in_place(node) else None,
-            )
+        return onnxscript.optimizer.fold_constants_ir(
+            model, onnx_shape_inference=True, input_size_limit=FOLD_INPUT_SIZE_LIMIT,
+            should_fold=lambda node: False if kept_in_place(node) else None,
+        )
 
 
 def optimize_with_exact_constants(model: ir.Model) -> int:
@@ -198,8 +196,7 @@ def optimize_with_exact_constants(model: ir.Model) -> int:
         OutputFixPass(),
         NameFixPass(),
     )
-    with quiet_dependencies():
-        return int(optimizer(model).modified)
+    return int(optimizer(model).modified)  # its folding's warnings kept quiet by pipeline.run_stage
 
 
 # -- repairs after the optimizer --------------------------------------------------------------------------------
