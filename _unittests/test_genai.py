@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 import numpy as np
 import onnx
@@ -104,6 +105,15 @@ def test_genai_config(llama_package):
     assert onx.ir_version <= 10
     assert config["search"]["max_length"] == model["context_length"] == 1024
     assert config["search"]["past_present_share_buffer"] is True
+
+
+def test_package_folder_has_the_permissions_of_a_new_folder(llama_package):
+    """The package is written in a staging folder then renamed: it must not keep the owner-only permissions of a
+    temporary folder (a service running as another user could not read the model it is given)."""
+    _, package = llama_package
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(os.stat(package.folder).st_mode) == 0o777 & ~mask
 
 
 def test_group_query_attention_kept_only_when_it_gives_pytorchs_logits(folders, tmp_path, monkeypatch):

@@ -47,6 +47,26 @@ def release_mapped(*tensors: ir.TensorProtocol) -> None:
             tensor.release()
 
 
+def staging_folder(parent: str, prefix: str) -> str:
+    """A new empty folder under ``parent`` to write files into before they are moved where they belong, with the
+    permissions any new folder gets (``tempfile.mkdtemp`` makes it readable by its owner only, which a folder that
+    is renamed into place and then read by another user, a service serving the model, must not keep).
+
+    Example::
+
+        >>> import os, stat, tempfile
+        >>> folder = staging_folder(tempfile.mkdtemp(), ".tmp_")
+        >>> mask = os.umask(0); _ = os.umask(mask)
+        >>> stat.S_IMODE(os.stat(folder).st_mode) == 0o777 & ~mask
+        True
+    """
+    folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(folder, 0o777 & ~mask)
+    return folder
+
+
 def save(model: ir.Model, filename: str | os.PathLike, external_data: bool | None = None) -> list[str]:
     """Saves ``model`` to ``filename`` (and ``filename + '.data'`` when weights are external).
 

@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 import warnings
 from collections import Counter
@@ -23,7 +22,7 @@ from ..convert import to_onnx
 from ..errors import GenAIError
 from ..logs import verbosity
 from ..onnx_export_errors import bypass_export_some_errors
-from ..saving import save
+from ..saving import save, staging_folder
 from .config import context_length, genai_config, special_tokens
 from .group_query_attention import fuse_group_query_attention
 from .inputs import decoder_inputs
@@ -210,7 +209,7 @@ def _write_package(onx: ir.Model, config: dict, source: str | None, tokenizer: A
                    overwrite: bool) -> list[str]:
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".genai_", dir=parent)
+    tmp = staging_folder(parent, ".genai_")
     try:
         save(onx, os.path.join(tmp, MODEL_FILE), external_data=None)
         with open(os.path.join(tmp, "genai_config.json"), "w", encoding="utf-8") as f:
