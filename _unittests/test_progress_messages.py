@@ -85,6 +85,29 @@ def test_a_long_export_shows_a_progress_line(capfd, monkeypatch):
     assert "3/3" in err or "to_onnx: done after" in err, err  # tqdm's bar, or a line per step without tqdm
 
 
+def test_progress_to_a_log_file_is_one_line_per_step():
+    """stderr sent to a file (a CI job, nohup): lines, not tqdm's bar redrawn with carriage returns; a terminal
+    gets the bar."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    pytest.importorskip("tqdm", reason="the bar needs tqdm, a dependency of torch's and transformers' tools")
+    terminal = Terminal()
+    with logs.ExportProgress(("capture", "translation"), delay=0.0, file=terminal) as progress:
+        progress.step("translation")
+    assert "\r" in terminal.getvalue() and "to_onnx: done 2/2" in terminal.getvalue()
+    out = io.StringIO()
+    with logs.ExportProgress(("capture", "translation"), delay=0.0, file=out) as progress:
+        progress.step("translation")
+    assert "\r" not in out.getvalue()
+    assert out.getvalue().splitlines() == ["to_onnx: capture (1/2)", "to_onnx: translation (2/2)",
+                                           out.getvalue().splitlines()[-1]]
+    assert out.getvalue().splitlines()[-1].startswith("to_onnx: done after ")
+
+
 def test_a_long_export_that_fails_says_where_and_ends_its_line(capfd, monkeypatch):
     monkeypatch.setattr(logs, "PROGRESS_DELAY", 0.0)
 

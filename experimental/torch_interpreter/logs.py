@@ -121,10 +121,24 @@ def quiet_dependencies() -> Iterator[None]:
 PROGRESS_DELAY = 3.0
 
 
+def _redraws_in_place(file) -> bool:
+    """Whether ``file`` shows a line redrawn with carriage returns as one line: a terminal, or the output of a
+    Jupyter kernel (whose stderr is no terminal, and where tqdm draws a widget)."""
+    import sys
+
+    try:
+        if file.isatty():
+            return True
+    except (AttributeError, ValueError):
+        pass
+    return "ipykernel" in sys.modules and file in (sys.stderr, sys.stdout)
+
+
 class ExportProgress:
     """A progress line on stderr for an export that takes longer than :data:`PROGRESS_DELAY` seconds: the step
-    running and the time spent (a tqdm bar where tqdm is installed, else one line per step), nothing for a short
-    export, nor when ``enabled`` is False (``verbose`` logs the steps). A thread wakes each second to redraw it, so
+    running and the time spent (a tqdm bar where tqdm is installed and ``file`` is a terminal or a notebook's
+    output, else one line per step: a log file or a CI job gets lines, not a bar redrawn with carriage returns),
+    nothing for a short export, nor when ``enabled`` is False (``verbose`` logs the steps). A thread wakes each second to redraw it, so
     that a long capture shows it moves.
 
     >>> import io
@@ -149,7 +163,7 @@ class ExportProgress:
         self.file = file if file is not None else sys.stderr
         self.current, self.begin, self.shown = steps[0], time.perf_counter(), False
         self._bar = None
-        if use_tqdm and enabled:
+        if use_tqdm and enabled and _redraws_in_place(self.file):
             try:
                 from tqdm.auto import tqdm
             except ImportError:
