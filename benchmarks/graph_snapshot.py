@@ -1,5 +1,6 @@
-"""Writes the ONNX graphs of a few tiny models, at each optimization level, as text: two runs on two versions of
-the code, compared with ``diff -r``, show whether a refactoring changed any exported graph.
+"""Writes the ONNX graphs of a few tiny models, at each optimization level, and the forward and backward graphs the
+``torch.compile`` backend translates for two of them, as text: two runs on two versions of the code, compared with
+``diff -r``, show whether a refactoring changed any exported graph.
 
     python benchmarks/graph_snapshot.py snapshot_before/
     # ... change the code ...
@@ -66,6 +67,44 @@ def cases():
     cnn(x)
     yield "cnn", cnn, (x,), None, ({0: "batch"},)
 
+    class Branches(torch.nn.Module):  # subgraphs: If, and a Python scalar and a weight read from the outer graph
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.linspace(-1, 1, 4))
+
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda t: (t * self.w).relu(), lambda t: t - 2.5, (x,))
+
+    yield "cond", Branches(), (torch.randn(3, 4),), None, ({0: "batch"},)
+
+
+def training_cases():
+    """``(name, model, inputs)`` trained one step through the ``torch.compile`` backend."""
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.GELU(), torch.nn.Linear(16, 2))
+    yield "mlp", mlp, (torch.randn(4, 8),)
+    yield "llama", _llama(False).train(), (torch.randint(0, 1000, (2, 8)),)
+
+
+def training_graphs(folder: str) -> None:
+    """Writes the forward and backward graphs of :func:`training_cases` (one step each)."""
+    import tempfile
+
+    from experimental.torch_interpreter.training import OrtBackend
+
+    for name, model, inputs in training_cases():
+        with tempfile.TemporaryDirectory() as dump:
+            torch._dynamo.reset()
+            compiled = torch.compile(model, backend=OrtBackend(dump_folder=dump, fallback="raise"))
+            out = compiled(*inputs)
+            (out.logits if hasattr(out, "logits") else out).float().pow(2).mean().backward()
+            for file in sorted(os.listdir(dump)):
+                path = os.path.join(folder, f"train_{name}.{file[:-len('.onnx')]}.txt")
+                onx = onnx.load(os.path.join(dump, file))
+                with open(path, "w") as f:
+                    f.write(text(onx))
+                print(f"{path}: {len(onx.graph.node)} nodes")
+
 
 def text(model: onnx.ModelProto) -> str:
     """The model as text, initializers replaced by their name, shape and hash."""
@@ -95,6 +134,7 @@ def main(argv=None) -> None:
             with open(path, "w") as f:
                 f.write(text(onx))
             print(f"{path}: {len(onx.graph.node)} nodes")
+    training_graphs(args.folder)
 
 
 if __name__ == "__main__":
