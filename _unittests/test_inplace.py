@@ -7,8 +7,8 @@ import torch
 from helpers import Fn, check_model, op_types, rand
 
 from experimental.torch_interpreter import to_onnx
-from experimental.torch_interpreter.aliasing import needs_tracking
-from experimental.torch_interpreter.registry import default_registry
+from experimental.torch_interpreter.translation.aliasing import needs_tracking
+from experimental.torch_interpreter.translation.registry import default_registry
 
 
 #: standard normal floats, integers in [-5, 4]

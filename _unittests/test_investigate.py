@@ -24,7 +24,7 @@ from experimental.torch_interpreter import (
     find_discrepancies,
     to_onnx,
 )
-from experimental.torch_interpreter.context import NodeContext
+from experimental.torch_interpreter.translation.context import NodeContext
 
 
 def _softplus_without_beta(ctx: NodeContext, self: ir.Value, beta: float = 1, threshold: float = 20) -> ir.Value:

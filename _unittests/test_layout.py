@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from experimental.torch_interpreter.registry import default_registry
+from experimental.torch_interpreter.translation.registry import default_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "experimental" / "torch_interpreter"
@@ -32,7 +32,9 @@ RULES = {
                   "base only",
     "contract": "what a PythonOp node means (python_op's table, attributes, call encoding), written by the "
                 "translation and read by the runtime: base only",
-    "translation": "FX graph -> ONNX (interpreter, registry, converters, PythonOp export side): base, contract",
+    "translation": "FX graph -> ONNX (translation/: the interpreter, its one entry point, the builder, the registry; "
+                   "ops/: the converters; the PythonOp export side): base, contract, and optimize for the rewrites "
+                   "every translation ends with (its \"translation\" stage)",
     "optimize": "the rewrite pipeline after translation: base only",
     "runtime": "InferenceSession and PythonOp at run time: base and contract",
     "investigate": "comparison engine, repro, report: base, translation, runtime; find_discrepancies exports too",
@@ -47,13 +49,13 @@ CONTRACT = {"python_op", "python_op.table", "python_op.attributes", "python_op.e
 #: the root modules of each layer (the folders are layers of their own, except python_op/ and ops/)
 ROOT_MODULES = {
     "base": {"torch_versions", "errors", "logs", "dtypes", "metadata", "opsets", "saving", "provenance", "providers"},
-    "translation": {"registry", "type_rules", "builder", "complex_pairs", "dims", "context", "aliasing", "interpreter"},
     "front": {"__init__", "__main__", "convert", "cli", "onnx_export_errors", "torch_onnx_arguments", "program"},
 }
 FOLDERS = {
     "patches": "patches",
     "capture": "capture",
     "checkpoint": "checkpoint",
+    "translation": "translation",
     "python_op": "translation",
     "ops": "translation",
     "optimize": "optimize",
@@ -69,7 +71,7 @@ MAY_IMPORT = {
     "capture": {"base", "patches", "capture"},
     "checkpoint": {"base", "checkpoint"},
     "contract": {"base", "contract"},
-    "translation": {"base", "contract", "translation"},
+    "translation": {"base", "contract", "optimize", "translation"},
     "optimize": {"base", "optimize"},
     "runtime": {"base", "contract", "runtime"},
     "investigate": {"base", "contract", "translation", "runtime", "investigate"},
@@ -262,6 +264,35 @@ def test_no_private_module_of_other_libraries():
     assert not bad, "\n".join(bad)
 
 
+#: the most modules the package root holds: the front and the base, each layer else in its folder
+ROOT_LIMIT = 16
+
+
+def test_root_holds_the_front_and_the_base_only():
+    """The package root is the front (``to_onnx``, the command line) and the base layer; the translation, like
+    every other phase, lives in its folder."""
+    root = sorted(m for m in MODULES if "." not in m and not (PACKAGE / m).is_dir())
+    layers = {m: layer_of(m) for m in root}
+    assert set(layers.values()) <= {"base", "front"}, layers
+    assert len(root) <= ROOT_LIMIT, f"{len(root)} modules in the package root (at most {ROOT_LIMIT}): {root}"
+
+
+def test_one_entry_point_builds_a_model():
+    """A graph becomes a model in one place, ``Interpreter.for_model(...)`` ... ``.to_model()`` (inputs typed once,
+    outputs, the providers in the metadata, the "translation" stage's rewrites), used by ``to_onnx`` and the
+    ``torch.compile`` backend; subgraphs go through ``Interpreter.translate_subgraph`` / ``child()``: no other
+    module builds a ``GraphBuilder`` or runs the "translation" stage."""
+    bad = []
+    for module, path in MODULES.items():
+        if module in ("translation.interpreter", "translation.builder", "optimize.pipeline"):
+            continue
+        source = path.read_text()
+        for pattern in (r"\bGraphBuilder\(", r"run_stage\([^)]*[\"']translation[\"']"):
+            if re.search(pattern, source):
+                bad.append(f"{module}: {pattern}")
+    assert not bad, "\n".join(bad)
+
+
 def test_design_page_lists_every_folder():
     page = (ROOT / "_doc" / "design.rst").read_text()
     missing = [f"{name}/" for name in FOLDERS if f"``{name}/" not in page]
@@ -273,7 +304,8 @@ def test_design_page_lists_every_folder():
 # -- ops/: families on one shared layer -----------------------------------------------------------------------
 
 #: what a converter family may import inside the package
-ALLOWED = {"._common", "..context", "..registry", "..dtypes", "..errors", "..python_op", "..python_op.attributes"}
+ALLOWED = {"._common", "..translation.context", "..translation.registry", "..dtypes", "..errors", "..python_op",
+           "..python_op.attributes"}
 
 
 def _relative_imports(path: Path) -> list[str]:
@@ -292,8 +324,8 @@ def test_family_imports_only_the_shared_layer(path):
 
 def test_shared_layer_imports_no_family():
     for path in (OPS / "_common").glob("*.py"):
-        allowed = {".kernels", ".pool_windows", ".shapes", ".spatial", ".tensors", ".types", "...context",
-                   "...dtypes", "...dims", "...providers"}
+        allowed = {".kernels", ".pool_windows", ".shapes", ".spatial", ".tensors", ".types", "...translation.context",
+                   "...dtypes", "...translation.dims", "...providers"}
         bad = [m for m in _relative_imports(path) if m not in allowed]
         assert not bad, f"ops/_common/{path.name} imports {bad}"
 

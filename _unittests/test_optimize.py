@@ -13,7 +13,7 @@ import torch
 from helpers import Fn, check_model, op_types
 from experimental.torch_interpreter import InferenceSession, to_onnx
 from experimental.torch_interpreter.convert import translate
-from experimental.torch_interpreter.registry import default_registry
+from experimental.torch_interpreter.translation.registry import default_registry
 from experimental.torch_interpreter.optimize import check_level, optimize_model
 
 transformers = pytest.importorskip("transformers")

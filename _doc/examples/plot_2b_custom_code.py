@@ -29,7 +29,7 @@ from experimental.torch_interpreter import (
     register,
     to_onnx,
 )
-from experimental.torch_interpreter.context import NodeContext
+from experimental.torch_interpreter.translation.context import NodeContext
 
 
 @torch.library.custom_op("demo::scaled_tanh", mutates_args=())
@@ -59,7 +59,7 @@ except UnsupportedOpError as e:
     print(e)
 
 # %%
-# The converter receives a :class:`~experimental.torch_interpreter.context.NodeContext` and the node's
+# The converter receives a :class:`~experimental.torch_interpreter.translation.context.NodeContext` and the node's
 # arguments: ``x`` as an ``onnx_ir.Value``, ``alpha`` as a Python float. ``register`` adds it to the
 # default registry, for every later export in this process.
 

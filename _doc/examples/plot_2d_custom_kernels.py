@@ -26,7 +26,7 @@ import onnx_ir as ir
 import torch
 
 from experimental.torch_interpreter import InferenceSession, UnsupportedOpError, to_onnx
-from experimental.torch_interpreter.context import NodeContext
+from experimental.torch_interpreter.translation.context import NodeContext
 
 
 @torch.library.custom_op("kernels::gelu_scale", mutates_args=())
@@ -117,7 +117,7 @@ for batch in (4, 7):
 # ------------------
 #
 # A converter translates the op into ONNX nodes. It receives a
-# :class:`~experimental.torch_interpreter.context.NodeContext` and the node's arguments as the op's schema
+# :class:`~experimental.torch_interpreter.translation.context.NodeContext` and the node's arguments as the op's schema
 # orders them: tensors as ``onnx_ir.Value``, constants as Python values (an argument left to its default is
 # not passed, hence the default value in the signature). A converter given in ``custom_ops`` is used for this export only; one registered with
 # ``register("kernels::gelu_scale.default")`` serves every export of the process, and always wins over the

@@ -38,7 +38,7 @@ from experimental.torch_interpreter import (
     find_discrepancies,
     to_onnx,
 )
-from experimental.torch_interpreter.context import NodeContext
+from experimental.torch_interpreter.translation.context import NodeContext
 
 
 def silu_without_product(ctx: NodeContext, self: ir.Value) -> ir.Value:

@@ -9,6 +9,7 @@ from .torch_versions import check_torch_version
 check_torch_version()
 
 from . import ops  # noqa: F401, E402  (registers the converters)
+from .capture.range_constraints import RangeConstraintWarning
 from .checkpoint import empty_weights
 from .convert import to_onnx
 from .errors import (
@@ -50,9 +51,8 @@ from .investigate.plot_graph import plot_graph
 from .onnx_export_errors import bypass_export_some_errors
 from .optimize import optimize_model
 from .program import OnnxProgram, export
-from .capture.range_constraints import RangeConstraintWarning
-from .registry import Registry, default_registry, register
 from .runtime import InferenceSession
+from .translation.registry import Registry, default_registry, register
 
 __all__ = [
     "ArgumentError",

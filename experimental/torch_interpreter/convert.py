@@ -16,11 +16,9 @@ import onnx_ir as ir
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
-from .builder import GraphBuilder
-from .checkpoint import MetaWeights, cpu_stand_ins, meta_tensor_names
+from . import ops  # noqa: F401  (importing the converters fills default_registry)
 from .capture import caches_registered, capture_model, range_constraints, read_input_sets, shape_guards
-from .complex_pairs import check_no_complex_io
-from .dtypes import value_type
+from .checkpoint import MetaWeights, cpu_stand_ins, meta_tensor_names
 from .errors import (
     ArgumentError,
     CheckpointError,
@@ -30,25 +28,23 @@ from .errors import (
     InvalidModelError,
     PythonOpWarning,
 )
-from .interpreter import Interpreter, missing_converters, raise_if_missing
 from .investigate.input_sets import check_input_sets
 from .investigate.report import recording
 from .investigate.verify import verify_export
 from .logs import ExportProgress, verbosity
 from .opsets import check_opset
-from .optimize import check_level, optimize_model, run_stage, translation_opset
+from .optimize import check_level, optimize_model, translation_opset
 from .providers import KNOWN as KNOWN_PROVIDERS
-from .providers import METADATA_KEY as PROVIDERS_KEY
 from .providers import check_providers
-from .providers import encode as encode_providers
 from .python_op.attributes import DOMAIN as PYTHON_OP_DOMAIN
 from .python_op.attributes import OP_TYPE as PYTHON_OP
 from .python_op.capture import capture_autograd_functions
 from .python_op.custom_ops import with_custom_ops
-from . import ops  # noqa: F401  (importing the converters fills default_registry)
-from .registry import Registry, default_registry
 from .saving import save
 from .torch_onnx_arguments import dynamic_axes_as_shapes, rename, resolve_opset, torch_onnx_options
+from .translation.complex_pairs import check_no_complex_io
+from .translation.interpreter import Interpreter, missing_converters, raise_if_missing
+from .translation.registry import Registry, default_registry
 
 logger = logging.getLogger(__name__)
 
@@ -294,41 +290,33 @@ def translate(
     """Translates an ExportedProgram into an ``onnx_ir.Model`` for ``providers`` (:mod:`.providers`); the values of
     tensors on the meta device come from ``weights``."""
     check_no_complex_io(ep)
-    builder = GraphBuilder(opset, providers=providers)
-    interpreter = Interpreter(builder, registry, dim_names)
+    interpreter = Interpreter.for_model(registry, opset, providers, dim_names)
     signature = ep.graph_signature
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
     input_names = iter(_input_names(ep))
     env: dict[torch.fx.Node, Any] = {}
     for node, spec in zip(placeholders, signature.input_specs):
         name = next(input_names) if spec.kind == InputKind.USER_INPUT else None
-        env[node] = _placeholder_value(ep, builder, interpreter, node, spec, name or node.name, weights)
+        env[node] = _placeholder_value(ep, interpreter, node, spec, name or node.name, weights)
     outputs = interpreter.run(ep.graph_module, env)
     user = [v for v, spec in zip(outputs, signature.output_specs) if spec.kind == OutputKind.USER_OUTPUT]
     mutated = [spec for spec in signature.output_specs if spec.kind == OutputKind.USER_INPUT_MUTATION]
     if mutated:
         logger.warning("inputs %s are mutated in place by the model; ONNX returns no such mutation", mutated)
     for value, name in zip(user, _output_names(ep, len(user))):
-        if isinstance(value, ir.Value):
-            builder.output(value, name)
-        elif value is not None:
-            builder.output(builder.const(value), name)
-    model = builder.to_model()
-    model.metadata_props[PROVIDERS_KEY] = encode_providers(providers)  # read by the rewrites and the runtime
-    # optimize/pipeline.py, the stage every level runs: values nobody reads removed, float16 rounding kept
-    run_stage(model, "translation")
-    return model
+        if value is not None:
+            interpreter.output(value, name)
+    return interpreter.to_model()
 
 
-def _placeholder_value(ep, builder, interpreter, node, spec, name: str, weights: MetaWeights | None) -> Any:
+def _placeholder_value(ep, interpreter, node, spec, name: str, weights: MetaWeights | None) -> Any:
     val = node.meta.get("val")
     if spec.kind == InputKind.USER_INPUT:
-        if isinstance(val, torch.Tensor):
-            return builder.input(name, value_type(val), interpreter.onnx_shape(val))
-        if isinstance(val, torch.SymInt):
-            return builder.input(name, ir.DataType.INT64, [])
+        if isinstance(val, (torch.Tensor, torch.SymInt)):
+            return interpreter.input(name, val)
         return getattr(spec.arg, "value", val)  # a Python constant, specialized by torch.export
     if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+        builder = interpreter.builder
         tensor = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
         if tensor.device.type == "meta" or (weights is not None and spec.target in weights.names):
             if weights is None:

@@ -17,7 +17,7 @@ import torch
 
 from ..convert import to_onnx
 from ..errors import InvalidModelError
-from ..registry import Registry
+from ..translation.registry import Registry
 from .discrepancy_report import DiscrepancyReport
 from .engine import compare_exported
 from .report import ExportReport

@@ -94,15 +94,14 @@ def compare_graph_module(
 
     >>> from torch.fx.experimental.proxy_tensor import make_fx
     >>> from experimental.torch_interpreter import ops  # fills the registry
-    >>> from experimental.torch_interpreter.builder import GraphBuilder
-    >>> from experimental.torch_interpreter.interpreter import Interpreter
-    >>> from experimental.torch_interpreter.registry import default_registry
+    >>> from experimental.torch_interpreter.translation.interpreter import Interpreter
+    >>> from experimental.torch_interpreter.translation.registry import default_registry
     >>> gm = make_fx(lambda x: torch.relu(x) * 2, tracing_mode="fake")(torch.randn(3))
-    >>> builder = GraphBuilder(18)
+    >>> interpreter = Interpreter.for_model(default_registry, 18, ("cpu",))
     >>> [x] = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    >>> [y] = Interpreter(builder, default_registry, {}).run(gm, {x: builder.input("x", ir.DataType.FLOAT, [3])})
-    >>> builder.output(y, "y")
-    >>> report = compare_graph_module(gm, builder.to_model(), [torch.tensor([-1.0, 0.5, 2.0])])
+    >>> [y] = interpreter.run(gm, {x: interpreter.input("x", x.meta["val"])})
+    >>> _ = interpreter.output(y, "y")
+    >>> report = compare_graph_module(gm, interpreter.to_model(), [torch.tensor([-1.0, 0.5, 2.0])])
     >>> [(r.fx_node, r.ok) for r in report.rows]
     [('relu', True), ('mul', True)]
     """

@@ -12,8 +12,8 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import INT64, filled, kernel_op, opmath_dtype, static_shape, uses_output, where_typed
 
 Scalar = Any  # a Python number

@@ -12,8 +12,8 @@ from typing import Any
 import onnx_ir as ir
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import BOOL, FLOAT, INT64, dim_of, int_range, repeat_heads
 
 _ATTENTION_DTYPES = frozenset({FLOAT, ir.DataType.FLOAT16, ir.DataType.DOUBLE})

@@ -33,10 +33,10 @@ import numpy as np
 import onnx_ir as ir
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from ..context import NodeContext
 from ..dtypes import onnx_dtype
 from ..errors import ConversionError
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import (
     INT64,
     dim_of,

@@ -10,9 +10,9 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import FLOAT, kernel_op, opmath_dtype, promoted_dtype
 
 Scalar = Any  # an ir.Value or a Python number

@@ -1,6 +1,6 @@
 """Complex tensors as real pairs: every converter here receives and returns a complex tensor of shape ``S`` as a
 real tensor of shape ``S + [2]`` (real, imaginary on the last axis), see
-:mod:`experimental.torch_interpreter.complex_pairs`. The interpreter calls them, under the key
+:mod:`experimental.torch_interpreter.translation.complex_pairs`. The interpreter calls them, under the key
 ``complex::<op>.<overload>``, for the FX nodes that read or produce a complex tensor (rotary embeddings written
 with ``torch.polar``, ``view_as_complex`` and a complex product, DeepSeek-V2 style). ``view_as_complex`` and
 ``view_as_real`` are the boundary: the pair is already the real view.
@@ -14,8 +14,8 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import INT64, normalize_dim
 
 

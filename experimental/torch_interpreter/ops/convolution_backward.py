@@ -24,10 +24,10 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ..context import NodeContext
 from ..dtypes import onnx_dtype
 from ..errors import ConversionError
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import FLOAT, INT64, Ints, concat_shape, dim_of, dims_of, int_op, spatial_dims, spatial_ints, uses_output
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
-from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import (
     BOOL,
     INT64,

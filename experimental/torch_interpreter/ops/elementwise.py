@@ -16,9 +16,9 @@ import ml_dtypes
 import numpy as np
 import onnx_ir as ir
 
-from ..context import NodeContext
 from ..dtypes import FLOAT_TYPES
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import (
     BOOL,
     Scalar,

@@ -19,8 +19,8 @@ import numpy as np
 import onnx_ir as ir
 import torch
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import (
     INT64,
     dim_of,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import INT64, kernel_dtype
 
 

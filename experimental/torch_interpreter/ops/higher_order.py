@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 
 
 @register("higher_order::wrap_with_set_grad_enabled")

@@ -14,8 +14,8 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
-from ..context import NodeContext
-from ..registry import Converter, Registry, default_registry, register
+from ..translation.context import NodeContext
+from ..translation.registry import Converter, Registry, default_registry, register
 from ._common import concat_shape, dims_of, expand_to, same_shape
 
 

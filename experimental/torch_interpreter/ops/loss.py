@@ -11,8 +11,8 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import BOOL, INT64, numel, opmath_dtype, vector_norm
 
 NONE, MEAN, SUM = 0, 1, 2

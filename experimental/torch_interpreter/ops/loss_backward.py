@@ -16,8 +16,8 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import INT64, dim_of, numel, opmath_dtype
 
 NONE, MEAN, SUM = 0, 1, 2

@@ -14,9 +14,9 @@ import numpy as np
 import onnx_ir as ir
 import torch
 
-from ..context import NodeContext
 from ..dtypes import onnx_dtype, torch_dtype
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import (
     INT64,
     concat_shape,

@@ -15,9 +15,9 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ..context import NodeContext
 from ..dtypes import onnx_dtype
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import INT64, concat_shape, dim_of, int_op, opmath_dtype, uses_output
 
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import onnx_ir as ir
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import INT64, dim_of, int_op, opmath_dtype, pad_axis, slice_axis
 
 _END = 2**62

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import (
     BF16,
     BOOL,

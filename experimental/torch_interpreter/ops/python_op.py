@@ -8,12 +8,12 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
-from ..context import NodeContext
 from ..dtypes import onnx_dtype
 from ..errors import ConversionError
 from ..python_op import custom_ops, encoding, table
 from ..python_op.attributes import DOMAIN, GRAD_OP_TYPE, OP_TYPE, grad_node_attributes, node_attributes
-from ..registry import register, register_fallback
+from ..translation.context import NodeContext
+from ..translation.registry import register, register_fallback
 
 
 def _python_op_node(ctx: NodeContext, call: table.Call, inputs: list[ir.Value], outs: list[torch.Tensor]) -> list[ir.Value]:

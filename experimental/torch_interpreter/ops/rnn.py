@@ -16,9 +16,9 @@ from typing import Any
 import onnx_ir as ir
 import torch
 
-from ..context import NodeContext
 from ..dtypes import torch_dtype
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import FLOAT, INT64
 
 _aten = torch.ops.aten

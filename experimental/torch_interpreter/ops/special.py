@@ -13,8 +13,8 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ..context import NodeContext
-from ..registry import register
+from ..translation.context import NodeContext
+from ..translation.registry import register
 from ._common import Scalar, binary_formula, float_formula, kernel_op
 
 

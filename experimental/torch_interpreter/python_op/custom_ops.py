@@ -4,7 +4,7 @@ the export policy that decides which become one ``com.microsoft::PythonOp`` node
 
 :func:`with_custom_ops` returns the registry ``to_onnx`` translates with, completed by the fallback converter
 (``ops/python_op.py``, found in the registry under :data:`PYTHON_OP` with
-:meth:`~experimental.torch_interpreter.registry.Registry.fallback`) for every custom op of the graph the policy
+:meth:`~experimental.torch_interpreter.translation.registry.Registry.fallback`) for every custom op of the graph the policy
 sends to ``python_op``; :func:`missing_hint`, installed in the registry, names the option when a custom op has no
 converter. How one call is written into the node and read back is :mod:`.encoding`'s; the runtime side is
 ``runtime/custom_op_calls.py``.
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..provenance import target_key
-from ..registry import Converter, Registry, add_missing_hint, default_registry
+from ..translation.registry import Converter, Registry, add_missing_hint, default_registry
 
 logger = logging.getLogger(__name__)
 

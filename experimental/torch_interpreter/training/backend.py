@@ -26,7 +26,7 @@ from functorch.compile import aot_module_simplified, make_boxed_func
 from ..errors import ConversionError, EagerFallbackWarning, ProviderError, TorchInterpreterError, TorchInterpreterWarning
 from ..providers import ONNXRUNTIME_NAMES
 from ..python_op.capture import PYTHON_OP, Resolver, capture_autograd_functions, subclasses
-from ..registry import default_registry
+from ..translation.registry import default_registry
 from .compiled_graph import OrtGraph
 from .graph_translation import translate_graph
 from .options import BackendOptions

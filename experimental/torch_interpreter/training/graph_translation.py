@@ -16,15 +16,12 @@ import onnx_ir as ir
 import torch
 import torch.fx
 
-from ..builder import GraphBuilder
-from ..context import flatten
 from ..errors import ConversionError, UnsupportedOpError
-from ..interpreter import Interpreter, missing_converters, raise_if_missing
-from ..optimize import optimize_model, run_stage
-from ..metadata import PROVIDERS
+from ..optimize import optimize_model
 from ..provenance import target_key
-from ..providers import encode as encode_providers
-from ..registry import Registry
+from ..translation.context import flatten
+from ..translation.interpreter import Interpreter, missing_converters, raise_if_missing
+from ..translation.registry import Registry
 from .view_outputs import ViewOutputs
 
 
@@ -33,7 +30,7 @@ WITH_EFFECTS = "higher_order::with_effects"
 
 
 def _raise_if_missing(gm: torch.fx.GraphModule, registry: Registry) -> None:
-    """:func:`~experimental.torch_interpreter.interpreter.raise_if_missing`, where a call of an op with side effects
+    """:func:`~experimental.torch_interpreter.translation.interpreter.raise_if_missing`, where a call of an op with side effects
     is named by that op, not by the ``with_effects`` wrapper (no converter registered for either would run it)."""
     missing = missing_converters(gm, registry)
     effects = missing.pop(WITH_EFFECTS, None)
@@ -94,8 +91,7 @@ def translate_graph(
     (``"cpu"`` or ``"cuda"``) and optimizes it at ``optimize``; raises
     :class:`~experimental.torch_interpreter.UnsupportedOpError` listing the ops without a converter."""
     _raise_if_missing(gm, registry)
-    builder = GraphBuilder(opset, providers=(provider,))
-    interpreter = Interpreter(builder, registry, {})
+    interpreter = Interpreter.for_model(registry, opset, (provider,))
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):
         raise ConversionError(f"the graph has {len(placeholders)} inputs, {len(example_inputs)} were given")
@@ -104,7 +100,7 @@ def translate_graph(
     for i, (node, example) in enumerate(zip(placeholders, example_inputs)):
         val = node.meta.get("val", example)
         # a tensor or a dynamic size is an input of the model; an int, a float, None a constant of this graph
-        value = interpreter.subgraph_input(node.name, val) if isinstance(val, (torch.Tensor, torch.SymInt)) else val
+        value = interpreter.input(node.name, val) if isinstance(val, (torch.Tensor, torch.SymInt)) else val
         env[node] = value
         if isinstance(value, ir.Value):
             inputs.append(i)
@@ -130,11 +126,9 @@ def translate_graph(
             slots.append(Slot("onnx", seen[id(value)], as_int=as_int))
         else:
             seen[id(value)] = len(producers)
-            builder.output(value, f"output_{len(producers)}")
+            interpreter.output(value, f"output_{len(producers)}")
             slots.append(Slot("onnx", len(producers), as_int=as_int))
             producers.append(fx.name if isinstance(fx, torch.fx.Node) else str(fx))
-    model = builder.to_model()
-    model.metadata_props[PROVIDERS] = encode_providers((provider,))
-    run_stage(model, "translation")
+    model = interpreter.to_model()
     optimize_model(model, optimize)
     return TranslatedGraph(ir.to_proto(model), inputs, slots, producers, views)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ProviderError
 from ..optimize import check_level
-from ..registry import Registry
+from ..translation.registry import Registry
 
 #: what a graph the converters cannot translate does: run eagerly with a warning, or raise
 FALLBACKS = ("eager", "raise")

@@ -16,12 +16,12 @@ import torch
 import torch.fx
 
 from ..errors import VerificationError
-from ..interpreter import node_key
 from ..investigate.alignment import index_path, pick
 from ..investigate.discrepancy_report import DiscrepancyReport
 from ..investigate.engine import compare_graph_module
 from ..metadata import FX_OUTPUT
-from ..registry import Converter, Registry, default_registry
+from ..translation.interpreter import node_key
+from ..translation.registry import Converter, Registry, default_registry
 from .compiled_graph import OrtGraph
 from .graph_translation import translate_graph
 

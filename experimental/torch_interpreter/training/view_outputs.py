@@ -27,7 +27,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from ..context import flatten
+from ..translation.context import flatten
 
 
 def _is_view(node: torch.fx.Node) -> bool:

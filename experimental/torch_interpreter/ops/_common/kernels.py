@@ -13,9 +13,9 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ...context import NodeContext
 from ...dtypes import FLOAT_TYPES
 from ...providers import CUDA_BFLOAT16, KNOWN
+from ...translation.context import NodeContext
 from .types import BF16, BOOL, F16, FLOAT, INT64
 
 D = ir.DataType

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
-from ...context import NodeContext
+from ...translation.context import NodeContext
 from .shapes import dim_of, int_op
 from .spatial import spatial_dims
 from .tensors import scatter_elements

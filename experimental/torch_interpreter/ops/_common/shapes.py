@@ -11,8 +11,8 @@ import onnx_ir as ir
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from ...context import NodeContext
-from ...dims import static_dim
+from ...translation.context import NodeContext
+from ...translation.dims import static_dim
 from .kernels import widen
 from .types import INT64, INT64_MAX
 

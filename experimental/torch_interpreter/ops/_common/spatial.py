@@ -7,7 +7,7 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ...context import NodeContext
+from ...translation.context import NodeContext
 from .types import INT64
 
 Ints = Sequence[int]

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
-from ...context import NodeContext
 from ...dtypes import FLOAT_TYPES
+from ...translation.context import NodeContext
 from .kernels import widen
 from .shapes import static_dim, static_ints
 from .types import BOOL, DOUBLE, FLOAT, INT64, INT64_MAX, Scalar, opmath_dtype

@@ -8,8 +8,8 @@ import onnx_ir as ir
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
-from ...context import NodeContext
 from ...dtypes import onnx_dtype
+from ...translation.context import NodeContext
 
 INT64 = ir.DataType.INT64
 

@@ -12,8 +12,8 @@ import onnx_ir as ir
 import torch
 import torch.fx
 
-from .dtypes import value_type
-from .providers import needs_guard
+from ..dtypes import value_type
+from ..providers import needs_guard
 
 if TYPE_CHECKING:
     from .interpreter import Interpreter
@@ -190,7 +190,7 @@ class SubgraphBuilder:
 
     def input_like(self, name: str, val: Any) -> ir.Value:
         """A new input typed and shaped like ``val`` (a FakeTensor, SymInt or SymBool)."""
-        return self._interpreter.subgraph_input(name, val)
+        return self._interpreter.input(name, val)
 
     def inline(self, module: torch.fx.GraphModule, inputs: Sequence[Any]) -> list[Any]:
         """Translates ``module`` into this subgraph, its placeholders bound to ``inputs``."""
@@ -204,7 +204,8 @@ class SubgraphBuilder:
 
     def outputs(self, values: Sequence[Any], vals: Sequence[Any]) -> None:
         """Marks ``values`` as the subgraph's outputs, typed from ``vals`` (``meta['val']``)."""
-        self._interpreter.subgraph_outputs(values, vals)
+        for value, val in zip(values, vals):
+            self._interpreter.output(value, val=val)
 
     def graph(self, name: str) -> ir.Graph:
         return self._interpreter.to_subgraph(name)

@@ -12,16 +12,18 @@ import onnx_ir as ir
 import torch
 import torch.fx
 
+from ..dtypes import value_type
+from ..errors import ConversionError, TorchInterpreterError, UnsupportedOpError
+from ..logs import Progress
+from ..metadata import FX_OUTPUT, PROVIDERS
+from ..optimize.pipeline import run_stage
+from ..provenance import describe, node_metadata, source_line, target_key
+from ..providers import encode as encode_providers
 from .aliasing import AliasEnv
 from .builder import GraphBuilder
 from .complex_pairs import complex_key, involves_complex, is_complex, pair_type
 from .context import NodeContext, flatten, output_vals
 from .dims import onnx_dim
-from .dtypes import value_type
-from .errors import ConversionError, TorchInterpreterError, UnsupportedOpError
-from .logs import Progress
-from .metadata import FX_OUTPUT
-from .provenance import describe, node_metadata, source_line, target_key
 from .registry import Registry, missing_hint
 
 logger = logging.getLogger(__name__)
@@ -71,6 +73,31 @@ class Interpreter:
 
     ``env`` maps FX nodes to ``ir.Value`` (tensors and dynamic sizes), tuples of them, or Python values.
     """
+
+    @classmethod
+    def for_model(
+        cls, registry: Registry, opset: int, providers: Sequence[str], dim_names: Mapping[str, str] | None = None
+    ) -> Interpreter:
+        """The interpreter of a main graph made for ``providers``: the one entry point of a translation, used by
+        ``to_onnx`` and by the ``torch.compile`` backend; bind the placeholders to :meth:`input` values, weights
+        or Python values, :meth:`run` the graph, mark its :meth:`output` values, then :meth:`to_model`. Subgraphs
+        go through :meth:`translate_subgraph` (or ``NodeContext.new_subgraph``), with the same inputs and outputs.
+
+        Example::
+
+            >>> import torch
+            >>> from experimental.torch_interpreter.translation.registry import default_registry
+            >>> from experimental.torch_interpreter import ops  # the converters
+            >>> ep = torch.export.export(torch.nn.ReLU(), (torch.randn(2, 3),))
+            >>> interpreter = Interpreter.for_model(default_registry, 18, ("cpu",))
+            >>> x = next(n for n in ep.graph.nodes if n.op == "placeholder")
+            >>> [y] = interpreter.run(ep.graph_module, {x: interpreter.input("x", x.meta["val"])})
+            >>> _ = interpreter.output(y, "y")
+            >>> model = interpreter.to_model()
+            >>> [n.op_type for n in model.graph], [v.name for v in model.graph.outputs]
+            (['Relu'], ['y'])
+        """
+        return cls(GraphBuilder(opset, providers=tuple(providers)), registry, dim_names or {})
 
     def __init__(self, builder: GraphBuilder, registry: Registry, dim_names: Mapping[str, str]):
         self.builder = builder
@@ -123,45 +150,60 @@ class Interpreter:
     def onnx_shape(self, val: torch.Tensor) -> list[int | str]:
         return [onnx_dim(d, self.dim_names) for d in val.shape]
 
+    # -- the graph's inputs and outputs: the same for a model, a training graph and a subgraph ------------------
+    def input(self, name: str, val: Any) -> ir.Value:
+        """A new input of this interpreter's graph, typed and shaped like ``val`` (a FakeTensor, a SymInt, a SymBool
+        or the Python number it stands for): the one place a graph input gets its type."""
+        dtype = value_type(val)
+        if isinstance(val, torch.Tensor):
+            return self.builder.input(name, dtype, self.onnx_shape(val))
+        if isinstance(val, (torch.SymInt, torch.SymBool, int, bool)):
+            return self.builder.input(name, dtype, [])
+        raise ConversionError(f"a graph input cannot be a {type(val).__name__} ({val!r})")
+
+    def output(self, value: Any, name: str | None = None, val: Any = None) -> ir.Value:
+        """Marks ``value`` as an output of this interpreter's graph, named ``name`` (made unique); a Python value (a
+        static size, a constant) becomes a constant; ``val`` (``meta['val']``), when given, types the output and
+        gives it a shape where it has none. Returns the output (an Identity of ``value`` where ONNX needs a
+        distinct value)."""
+        if not isinstance(value, ir.Value):
+            value = self.builder.const(value, value_type(value))
+        self.builder.output(value, name)
+        out = self.builder.outputs[-1]
+        if isinstance(val, torch.Tensor):
+            out.dtype = value_type(val)
+            if out.shape is None:
+                out.shape = ir.Shape(self.onnx_shape(val))
+        elif val is not None and out.shape is None:
+            out.shape = ir.Shape([])
+        return out
+
+    def to_model(self) -> ir.Model:
+        """The model this (main) interpreter built: the providers it was made for in its metadata (read by the
+        rewrites and the runtime), and the rewrites of the ``"translation"`` stage run (values nobody reads
+        removed, float16 rounding kept: :mod:`~experimental.torch_interpreter.optimize.pipeline`)."""
+        model = self.builder.to_model()
+        model.metadata_props[PROVIDERS] = encode_providers(self.builder.providers)
+        run_stage(model, "translation")
+        return model
+
     # -- subgraphs (bodies of If, Loop, Scan) ------------------------------------------------------------
     def child(self) -> Interpreter:
         """An interpreter filling a new subgraph, sharing names, registry and dim names with this one."""
         builder = GraphBuilder(self.builder.opset, names=self.builder.names, parent=self.builder)
         return Interpreter(builder, self.registry, self.dim_names)
 
-    def subgraph_input(self, name: str, val: Any) -> ir.Value:
-        """A new input of this interpreter's graph, typed and shaped like ``val`` (a FakeTensor or SymInt)."""
-        dtype = value_type(val)
-        if isinstance(val, torch.Tensor):
-            return self.builder.input(name, dtype, self.onnx_shape(val))
-        if isinstance(val, (torch.SymInt, torch.SymBool, int, bool)):
-            return self.builder.input(name, dtype, [])
-        raise ConversionError(f"a subgraph input cannot be a {type(val).__name__} ({val!r})")
-
-    def subgraph_outputs(self, outputs: Sequence[Any], vals: Sequence[Any]) -> None:
-        """Marks ``outputs`` as the outputs of this interpreter's graph, typed from ``vals`` (meta['val'])."""
-        for value, val in zip(outputs, vals):
-            if not isinstance(value, ir.Value):  # a static size or a Python constant
-                value = self.builder.const(value, value_type(value))
-            self.builder.output(value)
-            out = self.builder.outputs[-1]
-            if isinstance(val, torch.Tensor):
-                out.dtype = value_type(val)
-                if out.shape is None:
-                    out.shape = ir.Shape(self.onnx_shape(val))
-            elif out.shape is None:
-                out.shape = ir.Shape([])
-
     def translate_subgraph(self, module: torch.fx.GraphModule, inputs: Sequence[Any], name: str) -> ir.Graph:
         """Translates ``module`` into an ONNX subgraph (see :meth:`NodeContext.translate_subgraph`)."""
         child = self.child()
         placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
         bound = [
-            child.subgraph_input(node.name, node.meta.get("val")) if value is None else value
+            child.input(node.name, node.meta.get("val")) if value is None else value
             for node, value in zip(placeholders, inputs)
         ]
         outputs = child.inline(module, bound)
-        child.subgraph_outputs(outputs, output_vals(module))
+        for value, val in zip(outputs, output_vals(module)):
+            child.output(value, val=val)
         return child.to_subgraph(name)
 
     def to_subgraph(self, name: str) -> ir.Graph:

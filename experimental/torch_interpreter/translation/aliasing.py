@@ -31,10 +31,10 @@ import onnx_ir as ir
 import torch
 import torch.fx
 
+from ..errors import ConversionError
+from ..provenance import describe, node_metadata, target_key
 from .context import NodeContext
 from .dims import static_dim
-from .errors import ConversionError
-from .provenance import describe, node_metadata, target_key
 
 if TYPE_CHECKING:
     from .interpreter import Interpreter

@@ -14,9 +14,9 @@ import numpy as np
 import onnx_ir as ir
 import torch
 
-from .dtypes import onnx_dtype
-from .opsets import IR_VERSION
-from .providers import KNOWN
+from ..dtypes import onnx_dtype
+from ..opsets import IR_VERSION
+from ..providers import KNOWN
 from .type_rules import mixed_input_types, output_dtypes
 
 

@@ -16,7 +16,7 @@ import onnx_ir as ir
 import torch
 import torch.fx
 
-from .errors import ConversionError
+from ..errors import ConversionError
 from .registry import add_missing_hint
 
 #: complex ONNX type -> the real type of its parts

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .provenance import target_key
+from ..provenance import target_key
 
 Converter = Callable[..., Any]
 #: a function returning one line of advice for the keys without a converter, or None
