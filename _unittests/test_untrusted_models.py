@@ -37,7 +37,8 @@ from experimental.torch_interpreter.python_op.table import register_function
 from experimental.torch_interpreter.runtime import python_op_session
 from experimental.torch_interpreter.runtime.guards import SizeChecks, evaluate
 from experimental.torch_interpreter.metadata import CONSTANT_INPUTS, SHAPE_GUARDS
-from experimental.torch_interpreter.runtime.trust import BUILTIN_NAMESPACES, TrustPolicy, is_builtin_namespace
+from experimental.torch_interpreter.provenance import TORCH_NAMESPACES, is_torch_namespace
+from experimental.torch_interpreter.runtime.trust import TrustPolicy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -283,8 +284,9 @@ def test_custom_op_module_imported_only_when_allowed(planted):
     assert marker.exists()  # allowed: imported, but it defines no such op
 
 
-def test_every_torch_namespace_is_builtin():
-    """The namespaces a bare ``import torch`` registers are all refused through the custom-op path."""
+def test_every_namespace_of_torch_is_torchs():
+    """The namespaces a bare ``import torch`` registers are all torch's: the export gives none of their ops a
+    PythonOp, and the runtime refuses to call one through a PythonOp node."""
     script = (
         "import json, torch; "
         "print(json.dumps(sorted({n.split('::')[0] for n in torch._C._dispatch_get_all_op_names()})))"
@@ -292,8 +294,8 @@ def test_every_torch_namespace_is_builtin():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     namespaces = json.loads(done.stdout)
-    assert [n for n in namespaces if not is_builtin_namespace(n)] == []
-    assert "aten" in BUILTIN_NAMESPACES and not is_builtin_namespace("a2o_untrusted")
+    assert [n for n in namespaces if not is_torch_namespace(n)] == []
+    assert "aten" in TORCH_NAMESPACES and not is_torch_namespace("a2o_untrusted")
 
 
 # -- malformed and oversized attributes --------------------------------------------------------------------------

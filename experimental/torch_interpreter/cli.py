@@ -25,6 +25,7 @@ from .errors import InvalidModelError, TorchInterpreterError
 from .genai.package import PRECISIONS, PROVIDERS, export_genai
 from .investigate.discrepancies import find_discrepancies
 from .investigate.report import ExportReport
+from .opsets import DEFAULT_OPSET
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +144,8 @@ def _genai(ns: argparse.Namespace) -> int:
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--opset", type=int, default=18, help="opset of the main domain (default 18)")
+    parser.add_argument("--opset", type=int, default=DEFAULT_OPSET,
+                        help=f"opset of the main domain (default {DEFAULT_OPSET})")
     parser.add_argument("--strict", action="store_true", help="capture with dynamo (torch.export strict=True)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="-v logs the steps and the report, -vv every FX node with its time")

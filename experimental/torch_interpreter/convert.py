@@ -32,7 +32,7 @@ from .investigate.input_sets import check_input_sets
 from .investigate.report import recording
 from .investigate.verify import verify_export
 from .logs import ExportProgress, verbosity
-from .opsets import check_opset
+from .opsets import DEFAULT_OPSET, check_opset
 from .optimize import check_level, optimize_model, translation_opset
 from .providers import KNOWN as KNOWN_PROVIDERS
 from .providers import check_providers
@@ -47,8 +47,6 @@ from .translation.interpreter import Interpreter, missing_converters, raise_if_m
 from .translation.registry import Registry, default_registry
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_OPSET = 18
 
 
 def to_onnx(

@@ -13,6 +13,9 @@ from .errors import OpsetError
 #: the ONNX IR version every model of the package is written with (onnxruntime 1.31 reads up to 13, onnx 1.23
 #: writes 14 by default)
 IR_VERSION = 10
+#: the lowest opset of the main domain the converters write, and the one a model gets unless told otherwise
+MIN_OPSET = 18
+DEFAULT_OPSET = 18
 
 
 @functools.lru_cache(maxsize=8)
@@ -53,7 +56,7 @@ def _ort_loads(ort: Any, opset: int) -> bool:
 
 
 def check_opset(target_opset: int, keyword: str = "target_opset") -> None:
-    """Raises :class:`OpsetError` when the converters (opset 18 or more), the installed onnx or onnxruntime cannot
+    """Raises :class:`OpsetError` when the converters (opset :data:`MIN_OPSET` or more), the installed onnx or onnxruntime cannot
     handle ``target_opset``; ``keyword`` is the name the user gave it (``opset_version`` for torch.onnx's).
 
     >>> check_opset(18)
@@ -62,10 +65,10 @@ def check_opset(target_opset: int, keyword: str = "target_opset") -> None:
     ...
     experimental.torch_interpreter.errors.OpsetError: opset_version=17: the converters need opset 18 or more (opset_version=18 or leave it out: the default is 18)
     """
-    if not isinstance(target_opset, int) or isinstance(target_opset, bool) or target_opset < 18:
+    if not isinstance(target_opset, int) or isinstance(target_opset, bool) or target_opset < MIN_OPSET:
         raise OpsetError(
-            f"{keyword}={target_opset!r}: the converters need opset 18 or more ({keyword}=18 or leave it out: the "
-            "default is 18)"
+            f"{keyword}={target_opset!r}: the converters need opset {MIN_OPSET} or more ({keyword}={DEFAULT_OPSET} "
+            f"or leave it out: the default is {DEFAULT_OPSET})"
         )
     onnx_max = onnx.defs.onnx_opset_version()
     if target_opset > onnx_max:

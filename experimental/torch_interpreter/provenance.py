@@ -19,6 +19,28 @@ _TORCH_INSERTED = "_empty_nn_module_stack"
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n\s*(?P<code>[^\n]*)')
 
 
+#: namespaces of torch's own operators: a node of one is never a user's custom op (the export side gives it no
+#: PythonOp, the runtime never calls one through a PythonOp node); checked against the namespaces a bare
+#: ``import torch`` registers by ``_unittests/test_untrusted_models.py``
+TORCH_NAMESPACES = frozenset(
+    {
+        "aten", "prim", "prims", "aten2onnx", "higher_order", "quantized", "quantization", "quantized_decomposed",
+        "sparse", "mkl", "mkldnn", "mkldnn_prepacked", "onednn", "inductor", "inductor_prims", "c10d", "profiler",
+        "debugprims", "rngprims", "debug_mode_ops", "export", "static_runtime", "symm_mem", "xnnpack", "vulkan",
+        "vulkan_prepack", "prepacked",
+    }
+)
+
+
+def is_torch_namespace(namespace: str) -> bool:
+    """Whether ``namespace`` holds torch's own ops (private namespaces, ``_c10d_functional``..., included).
+
+    >>> is_torch_namespace("aten"), is_torch_namespace("_quantized"), is_torch_namespace("mylib")
+    (True, True, False)
+    """
+    return namespace in TORCH_NAMESPACES or namespace.startswith("_")
+
+
 def target_key(target: Any) -> str:
     """The registry key of an FX ``call_function`` target.
 

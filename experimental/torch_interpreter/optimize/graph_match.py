@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from ..names import unique_name
+
 
 def producer(value: ir.Value | None, op_type: str, domain: str = "") -> ir.Node | None:
     """The node of type ``op_type`` (main domain unless ``domain``) that computes ``value``, else None."""
@@ -40,10 +42,7 @@ def only_used_by(value: ir.Value, node: ir.Node) -> bool:
 
 def initializer(graph: ir.Graph, name: str, tensor: ir.TensorProtocol) -> ir.Value:
     """A new initializer of ``graph`` holding ``tensor`` (lazy or not), named after ``name`` (made unique)."""
-    base, i = name, 0
-    while name in graph.initializers:
-        i += 1
-        name = f"{base}_{i}"
+    name = unique_name(name, graph.initializers)
     value = ir.Value(name=name, type=ir.TensorType(tensor.dtype), shape=ir.Shape(tensor.shape), const_value=tensor)
     graph.register_initializer(value)
     return value

@@ -62,6 +62,7 @@ from onnxscript.rewriter.ort_fusions import (
 from onnxscript.rewriter.rules import common
 
 from ..errors import ConversionError
+from ..names import unique_name
 from .graph_match import dims, int64s, typed
 from .lazy_transposes import kept_in_place
 from .rewrite import CountingPass
@@ -232,12 +233,7 @@ def register_dangling_constants(model: ir.Model) -> int:
                     f"the optimizer left node {node.name!r} ({node.op_type}) reading {value.name!r}, which nothing "
                     "produces; export with optimize=False and report this model"
                 )
-            base = value.name or "dangling_constant"
-            name, i = base, 0
-            while name in main.initializers:
-                i += 1
-                name = f"{base}_{i}"
-            value.name = name
+            value.name = unique_name(value.name or "dangling_constant", main.initializers)
             main.register_initializer(value)
             added += 1
     if added:

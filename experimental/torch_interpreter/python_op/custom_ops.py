@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ..provenance import target_key
+from ..provenance import is_torch_namespace, target_key
 from ..translation.registry import Converter, Registry, add_missing_hint, default_registry
 
 logger = logging.getLogger(__name__)
@@ -29,19 +29,17 @@ ERROR = "error"
 MODES = (PYTHON_OP, ERROR)
 #: the default mode: refuse, the message naming the option (see ``_doc/python_op.rst``, "Custom ops", for why)
 DEFAULT = ERROR
-#: namespaces that are torch's own operator sets, never a user's kernel
-TORCH_NAMESPACES = frozenset({"aten", "prims", "aten2onnx"})
 
 CustomOps = str | Mapping[Any, Any] | None
 
 
 def is_custom_op(target: Any) -> bool:
-    """Whether an FX target is an op of a non-aten namespace (``torch.ops.mylib.op.default``).
+    """Whether an FX target is an op of a namespace that is not torch's (``torch.ops.mylib.op.default``).
 
     >>> is_custom_op(torch.ops.aten.relu.default)
     False
     """
-    return isinstance(target, torch._ops.OpOverload) and target.namespace not in TORCH_NAMESPACES
+    return isinstance(target, torch._ops.OpOverload) and not is_torch_namespace(target.namespace)
 
 
 def op_key(op: Any) -> str:
@@ -169,8 +167,9 @@ def missing_hint(keys: Sequence[str]) -> str | None:
     >>> missing_hint(["aten::relu.default"]) is None
     True
     """
-    custom = [k for k in keys if "::" in k and k.partition("::")[0] not in TORCH_NAMESPACES | {"higher_order"}]
-    custom = [k for k in custom if k.partition("::")[0] not in ("operator", "math", "builtins", "complex")]
+    python = ("operator", "math", "builtins", "complex")  # Python's operators and the project's complex pairs
+    custom = [k for k in keys if "::" in k and not is_torch_namespace(k.partition("::")[0])]
+    custom = [k for k in custom if k.partition("::")[0] not in python]
     if not custom:
         return None
     return (

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ..errors import MalformedModelError, MissingCustomOpError, UntrustedCodeError
+from ..provenance import is_torch_namespace
 from ..python_op.attributes import decode_constants
 from ..python_op.encoding import (
     DEFAULT_ARGUMENT,
@@ -24,7 +25,7 @@ from ..python_op.encoding import (
     tensor_lists,
     written_arguments,
 )
-from .trust import TrustPolicy, import_module, is_builtin_namespace, torch_owned
+from .trust import TrustPolicy, import_module, torch_owned
 
 #: the type of ``torch.ops.<namespace>``, to tell a namespace from the other attributes of ``torch.ops``
 _NAMESPACE_TYPE = type(torch.ops.aten)
@@ -109,7 +110,7 @@ def resolve_op(
     policy = policy or TrustPolicy()
     namespace, name, overload = _op_parts(func_name, where)
     qualname = f"{namespace}::{name}.{overload}"
-    if is_builtin_namespace(namespace):
+    if is_torch_namespace(namespace):
         raise UntrustedCodeError(
             f"{where} calls {qualname}, an op of torch's own namespace {namespace!r}: a PythonOp node calls custom "
             "ops only and no option allows this (the exporter never writes it: the model was edited)"

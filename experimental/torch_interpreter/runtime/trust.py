@@ -26,28 +26,8 @@ from types import ModuleType
 import torch
 
 from ..errors import MissingFunctionError, UntrustedCodeError
+from ..provenance import is_torch_namespace
 from ..python_op.encoding import defining_module
-
-#: namespaces of torch's own operators, never called through a PythonOp node (the exporter writes custom ops
-#: only); checked against the namespaces a bare ``import torch`` registers by ``_unittests/test_untrusted_models.py``
-BUILTIN_NAMESPACES = frozenset(
-    {
-        "aten", "prim", "prims", "aten2onnx", "higher_order", "quantized", "quantization", "quantized_decomposed",
-        "sparse", "mkl", "mkldnn", "mkldnn_prepacked", "onednn", "inductor", "inductor_prims", "c10d", "profiler",
-        "debugprims", "rngprims", "debug_mode_ops", "export", "static_runtime", "symm_mem", "xnnpack", "vulkan",
-        "vulkan_prepack", "prepacked",
-    }
-)
-
-
-def is_builtin_namespace(namespace: str) -> bool:
-    """Whether ``namespace`` holds torch's own ops (private namespaces, ``_c10d_functional``..., included).
-
-    >>> is_builtin_namespace("aten"), is_builtin_namespace("_quantized"), is_builtin_namespace("mylib")
-    (True, True, False)
-    """
-    return namespace in BUILTIN_NAMESPACES or namespace.startswith("_")
-
 
 _TORCH_DIR = os.path.realpath(os.path.dirname(torch.__file__))
 
@@ -71,8 +51,8 @@ def registration_file(op: torch._ops.OpOverload) -> str | None:
 
 
 def torch_owned(op: torch._ops.OpOverload) -> bool:
-    """Whether ``op`` belongs to torch (deny by default): a namespace of :data:`BUILTIN_NAMESPACES` or a private
-    one, an op whose defining Python module is torch's (``torch.library.custom_op``, a fake kernel), whose
+    """Whether ``op`` belongs to torch (deny by default): a namespace of torch's
+    (:func:`~experimental.torch_interpreter.provenance.is_torch_namespace`), an op whose defining Python module is torch's (``torch.library.custom_op``, a fake kernel), whose
     schema was registered by a file of torch's package (``torch.library.Library`` in ``torch.distributed``,
     ``torch._dynamo``...), or whose origin is unknown. A user's op, defined in Python outside torch or compiled
     into an extension whose namespace torch does not use, is not.
@@ -80,7 +60,7 @@ def torch_owned(op: torch._ops.OpOverload) -> bool:
     >>> torch_owned(torch.ops.aten.relu.default)
     True
     """
-    if is_builtin_namespace(op.namespace):
+    if is_torch_namespace(op.namespace):
         return True
     module = defining_module(op)
     if module is not None:
@@ -91,7 +71,7 @@ def torch_owned(op: torch._ops.OpOverload) -> bool:
     if path.endswith(".py"):  # torch/_library/custom_ops.py too: a custom_op whose module is unknown
         real = os.path.realpath(path)
         return real == _TORCH_DIR or real.startswith(_TORCH_DIR + os.sep)
-    return False  # compiled: torch's compiled namespaces are all in BUILTIN_NAMESPACES (checked by the tests)
+    return False  # compiled: torch's compiled namespaces are all in TORCH_NAMESPACES (checked by the tests)
 
 
 def _check_prefix(prefix: str) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ProviderError
+from ..opsets import DEFAULT_OPSET, check_opset
 from ..optimize import check_level
 from ..translation.registry import Registry
 
@@ -53,7 +54,7 @@ class BackendOptions:
     fallback: str = "eager"
     verify: bool = False
     autograd_functions: Any = None
-    target_opset: int = 18
+    target_opset: int = DEFAULT_OPSET
     registry: Registry | None = None
     dump_folder: str | os.PathLike | None = None
     rtol: float = 1e-4
@@ -66,8 +67,7 @@ class BackendOptions:
         if self.providers is not None:
             if self.providers not in ("cpu", "cuda"):
                 raise ProviderError(f"providers={self.providers!r}: None (the inputs' device decides), 'cpu' or 'cuda'")
-        if self.target_opset < 18:
-            raise ValueError(f"target_opset={self.target_opset}: the converters need opset 18 or more")
+        check_opset(self.target_opset)
 
     def provider_for(self, device_type: str) -> str:
         """``"cpu"`` or ``"cuda"``: the provider a graph whose inputs are on ``device_type`` runs with.

@@ -15,6 +15,7 @@ import onnx_ir as ir
 import torch
 
 from ..dtypes import onnx_dtype
+from ..names import unique_name
 from ..opsets import IR_VERSION
 from ..providers import KNOWN
 from .type_rules import mixed_input_types, output_dtypes
@@ -29,10 +30,7 @@ class NameScope:
 
     @staticmethod
     def _unique(used: set[str], base: str) -> str:
-        name, i = base, 1
-        while name in used:
-            name = f"{base}_{i}"
-            i += 1
+        name = unique_name(base, used)
         used.add(name)
         return name
 

@@ -17,6 +17,7 @@ import torch
 import torch.fx
 
 from ..errors import ConversionError
+from .context import flatten
 from .registry import add_missing_hint
 
 #: complex ONNX type -> the real type of its parts
@@ -87,20 +88,12 @@ def check_no_complex_io(ep: torch.export.ExportedProgram) -> None:
                 "in the model"
             )
     output = next(n for n in reversed(ep.graph.nodes) if n.op == "output")
-    for i, arg in enumerate(_flatten(output.args[0])):
+    for i, arg in enumerate(flatten(output.args[0])):
         if isinstance(arg, torch.fx.Node) and is_complex(arg.meta.get("val")):
             raise ConversionError(
                 f"output {i} of the model ({arg.name!r}) is complex ({arg.meta['val'].dtype}): complex tensors are "
                 "supported inside the graph only; return torch.view_as_real(...) instead"
             )
-
-
-def _flatten(value: Any) -> Iterable[Any]:
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _flatten(v)
-    else:
-        yield value
 
 
 def missing_complex_hint(keys: list[str]) -> str | None:
