@@ -144,28 +144,15 @@ def check_dynamic(
     return check_model(model, (x,), dynamic_shapes=dynamic_shapes, more_inputs=[((other,), None)], **kwargs)
 
 
-#: onnxruntime's fused kernels with a bfloat16 kernel on CUDA that the onnxruntime level emits, read from their
-#: registrations (contrib_ops/cuda) and from the kernel classes of onnxruntime-gpu 1.31.1's CUDA provider library
-#: (SkipLayerNorm<BFloat16>, LayerNorm<BFloat16, float, BFloat16, true> for SimplifiedLayerNormalization, which
-#: onnxruntime registers in the ONNX domain, BiasGeluKernel<BFloat16>, FastGelu<BFloat16>, RotaryEmbedding<BFloat16>,
-#: Attention<BFloat16>, MultiHeadAttention<BFloat16>, GroupQueryAttention<BFloat16>; FusedMatMul is MatMul<BFloat16>,
-#: registered for CUDA 11 and later); the ONNX ops: providers.CUDA_BFLOAT16 and the moves of any type.
-CUDA_BFLOAT16_FUSED = {
-    ("", "SimplifiedLayerNormalization"),
-    *(("com.microsoft", op) for op in ("SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "BiasGelu",
-                                       "FastGelu", "FusedMatMul", "RotaryEmbedding", "Attention",
-                                       "MultiHeadAttention", "GroupQueryAttention")),
-}
-#: moves CUDA registers for every fixed-size type, bfloat16 included (gather_elements.cc: AllFixedSizeTensorTypes),
-#: beside half_islands.MOVES
-CUDA_ANY_TYPE_MOVES = {"GatherElements"}
-
-
 def bfloat16_nodes_without_cuda_kernel(onx: onnx.ModelProto) -> set[tuple[str, str]]:
     """The (domain, op type) of the nodes of ``onx`` reading or writing bfloat16 that onnxruntime's CUDA provider
     computes in no bfloat16 kernel: such a node would run on the CPU's, which has none either."""
-    from experimental.torch_interpreter.optimize.half_islands import MOVES
-    from experimental.torch_interpreter.providers import CUDA_BFLOAT16
+    from experimental.torch_interpreter.ort_kernels import (
+        CUDA_ANY_TYPE_MOVES,
+        CUDA_BFLOAT16,
+        CUDA_BFLOAT16_FUSED,
+        MOVES,
+    )
 
     bf16 = onnx.TensorProto.BFLOAT16
     inferred = onnx.shape_inference.infer_shapes(onx)

@@ -23,6 +23,7 @@ from helpers import Fn
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
 from experimental.torch_interpreter.optimize import half_precision
+from experimental.torch_interpreter.ort_kernels import CPU_FLOAT16
 
 LEVELS = [False, True, "onnxruntime"]
 
@@ -274,7 +275,7 @@ def test_cuda_model_has_no_rounding_casts(fn, args, monkeypatch):
 
 
 def test_half_kernels_are_onnxruntime_s():
-    """:data:`HALF_KERNELS` is what onnxruntime's CPU registers: an op listed without a float16 kernel would
+    """``ort_kernels.CPU_FLOAT16`` is what onnxruntime's CPU registers: an op listed without a float16 kernel would
     have its rounding dropped again, an op missing from it costs two casts."""
     capi = pytest.importorskip("onnxruntime.capi._pybind_state")
     half = set()
@@ -284,4 +285,4 @@ def test_half_kernels_are_onnxruntime_s():
         if any("tensor(float16)" in types for types in kernel.type_constraints.values()):
             half.add(kernel.op_name)
     ops = half_precision.JUMPS | half_precision.SELECTIONS
-    assert half_precision.HALF_KERNELS == ops & half
+    assert CPU_FLOAT16 == ops & half

@@ -24,7 +24,8 @@ FAMILIES = sorted(p for p in OPS.glob("*.py") if p.name != "__init__.py")
 
 #: the layers and the rule of each, as the design page states them
 RULES = {
-    "base": "errors, logging, dtypes, metadata keys, unique names, opsets, saving, provenance, torch versions: "
+    "base": "errors, logging, dtypes, metadata keys, unique names, opsets, onnxruntime's kernel tables, saving, "
+            "provenance, torch versions: "
             "import nothing else of the package",
     "patches": "the patch registry, read by bypass_export_some_errors and the capture strategies: base only",
     "capture": "torch.export and what is retried when it refuses a model: base and patches",
@@ -48,8 +49,8 @@ RULES = {
 CONTRACT = {"python_op", "python_op.table", "python_op.attributes", "python_op.encoding", "python_op.contexts"}
 #: the root modules of each layer (the folders are layers of their own, except python_op/ and ops/)
 ROOT_MODULES = {
-    "base": {"torch_versions", "errors", "logs", "dtypes", "metadata", "names", "opsets", "saving", "provenance",
-             "providers"},
+    "base": {"torch_versions", "errors", "logs", "dtypes", "metadata", "names", "opsets", "ort_kernels", "saving",
+             "provenance", "providers"},
     "front": {"__init__", "__main__", "convert", "cli", "onnx_export_errors", "torch_onnx_arguments", "program"},
 }
 FOLDERS = {
@@ -307,7 +308,7 @@ def test_design_page_lists_every_folder():
 
 #: what a converter family may import inside the package
 ALLOWED = {"._common", "..translation.context", "..translation.registry", "..dtypes", "..errors", "..python_op",
-           "..python_op.attributes"}
+           "..python_op.attributes", "..ort_kernels"}
 
 
 def _relative_imports(path: Path) -> list[str]:
@@ -327,7 +328,7 @@ def test_family_imports_only_the_shared_layer(path):
 def test_shared_layer_imports_no_family():
     for path in (OPS / "_common").glob("*.py"):
         allowed = {".kernels", ".pool_windows", ".shapes", ".spatial", ".tensors", ".types", "...translation.context",
-                   "...dtypes", "...translation.dims", "...providers"}
+                   "...dtypes", "...translation.dims", "...providers", "...ort_kernels"}
         bad = [m for m in _relative_imports(path) if m not in allowed]
         assert not bad, f"ops/_common/{path.name} imports {bad}"
 

@@ -12,12 +12,10 @@ from typing import Any
 import onnx_ir as ir
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
+from ..ort_kernels import ATTENTION_TYPES
 from ..translation.context import NodeContext
 from ..translation.registry import register
 from ._common import BOOL, FLOAT, INT64, dim_of, int_range, repeat_heads
-
-_ATTENTION_DTYPES = frozenset({FLOAT, ir.DataType.FLOAT16, ir.DataType.DOUBLE})
-
 
 def _meta(ctx: NodeContext, index: int, name: str) -> Any:
     """FakeTensor of argument ``name`` (positional ``index`` or keyword), None when absent."""
@@ -131,7 +129,7 @@ def aten_scaled_dot_product_attention(
 
     use_attention = (
         ctx.opset >= 23
-        and dtype in _ATTENTION_DTYPES
+        and dtype in ATTENTION_TYPES
         and qv.dim() == kv.dim() == vv.dim() == 4
         and _same(qv.shape[0], kv.shape[0])
         and _same(kv.shape[0], vv.shape[0])

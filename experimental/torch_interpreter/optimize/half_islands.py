@@ -9,7 +9,7 @@ The converters compute some float16 and bfloat16 work in float32 between casts:
 onnxruntime's CUDA provider has float16 and bfloat16 kernels, and its fusions (packed projections, bias + GELU,
 skip normalizations, attention) match the ops in half precision, not between casts. For a model made for CUDA only
 (``to_onnx(..., providers="cuda")``), :func:`half_islands` computes each such island in half precision: a
-connected set of float32 nodes of :data:`ISLAND_OPS` whose every float input is a ``Cast`` up from one half type
+connected set of float32 nodes of :data:`CUDA_FLOAT16` whose every float input is a ``Cast`` up from one half type
 (or a constant that type holds exactly) and whose every result is read only through a ``Cast`` back down to it.
 The casts go.
 
@@ -25,7 +25,7 @@ What it changes:
   float32: such a result keeps PyTorch's rounding.
 
 bfloat16 islands are computed in bfloat16 only when CUDA has a bfloat16 kernel for each of their ops
-(:data:`~experimental.torch_interpreter.providers.CUDA_BFLOAT16`); a node CUDA has no kernel for would run on the
+(:data:`~experimental.torch_interpreter.ort_kernels.CUDA_BFLOAT16`); a node CUDA has no kernel for would run on the
 CPU's, which has no bfloat16 arithmetic. A model that may run on the CPU (``providers="any"``, the default, or
 ``"cpu"``) is left as it is.
 """
@@ -38,7 +38,8 @@ import ml_dtypes
 import numpy as np
 import onnx_ir as ir
 
-from ..providers import CUDA_BFLOAT16, of_model
+from ..ort_kernels import CUDA_BFLOAT16, CUDA_FLOAT16, MOVES
+from ..providers import of_model
 from .half_precision import CORRECTLY_ROUNDED, SELECTIONS, JumpsAfter, cast_target, is_default
 
 logger = logging.getLogger(__name__)
@@ -48,29 +49,14 @@ F16 = ir.DataType.FLOAT16
 BF16 = ir.DataType.BFLOAT16
 _HALF_NUMPY = {F16: np.float16, BF16: ml_dtypes.bfloat16}
 
-#: op types moving or selecting elements: kernels of every type on both providers
-MOVES = frozenset(
-    {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Split", "Concat", "Gather", "Identity"}
-)
-
-#: op types an island may hold: onnxruntime's CUDA provider has a float16 kernel for each (and for bfloat16 those
-#: of :data:`~experimental.torch_interpreter.providers.CUDA_BFLOAT16` and :data:`MOVES`)
-ISLAND_OPS = MOVES | frozenset(
-    {
-        *("Add", "Sub", "Mul", "Div", "Pow", "Neg", "Abs", "Sqrt", "Reciprocal", "Exp", "Tanh", "Erf", "Sigmoid"),
-        *("Relu", "Max", "Min", "Sum", "Where", "Expand", "Tile", "MatMul", "Gemm", "Softmax"),
-        *("LayerNormalization", "Gelu", "Attention", "ReduceSum"),
-    }
-)
-
 _FLOATS = frozenset({FLOAT, F16, BF16, ir.DataType.DOUBLE})
 
 
 def _member(node: ir.Node) -> bool:
-    """A node an island may hold: an op of :data:`ISLAND_OPS` with float32 results only."""
+    """A node an island may hold: an op of :data:`CUDA_FLOAT16` with float32 results only."""
     return (
         is_default(node)
-        and node.op_type in ISLAND_OPS
+        and node.op_type in CUDA_FLOAT16
         and bool(node.outputs)
         and all(o.dtype == FLOAT for o in node.outputs)
         and not any(a.type == ir.AttributeType.GRAPH for a in node.attributes.values())

@@ -59,6 +59,7 @@ import logging
 
 import onnx_ir as ir
 
+from ..ort_kernels import CPU_FLOAT16
 from ..providers import needs_guard, of_model
 
 logger = logging.getLogger(__name__)
@@ -109,16 +110,6 @@ SELECTIONS = frozenset(
 #: holds more than twice float16's precision): the rounding of their inputs reaches their result, the walk goes on
 #: through them. Through the others (exp, matmul, softmax, reductions...) no two libraries agree on the last bit
 CORRECTLY_ROUNDED = frozenset({"Add", "Sub", "Mul", "Div", "Sqrt", "Reciprocal", "Pow", "Sum"})
-
-#: op types of :data:`JUMPS` and :data:`SELECTIONS` onnxruntime's CPU has a float16 kernel for (1.32); the others
-#: it computes in float32 between casts it inserts (checked against onnxruntime's kernel registry by the tests)
-HALF_KERNELS = frozenset(
-    {
-        *("Max", "Min", "Clip", "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice"),
-        *("Split", "Concat", "Expand", "Gather", "GatherElements", "GatherND", "Round", "Mod"),
-    }
-)
-
 
 def is_default(node: ir.Node) -> bool:
     """Whether ``node`` is of ONNX's main domain."""
@@ -356,7 +347,7 @@ class _Walk:
                     self.frontier.setdefault(id(node), node)
             if kind == "selection":
                 # a selection without a float16 kernel is computed in float32 explicitly: its result is exact
-                self._memo[key] = (reached, direct and node.op_type in HALF_KERNELS)
+                self._memo[key] = (reached, direct and node.op_type in CPU_FLOAT16)
             # an arithmetic node keeps its own answer: it is rounded explicitly, whatever it reads
 
 
@@ -415,7 +406,7 @@ def round_half_results(model: ir.Model) -> int:
             to = ir.DataType(node.attributes["to"].as_int())
             if to in _NARROW_INTEGERS and node.inputs[0].dtype in _HALF:
                 cast_up.append(node)
-        elif node.op_type not in HALF_KERNELS and any(v is not None and v.dtype == F16 for v in node.inputs):
+        elif node.op_type not in CPU_FLOAT16 and any(v is not None and v.dtype == F16 for v in node.inputs):
             in_float.add(key)
     casts: dict[tuple[int, int], ir.Value] = {}
     for node in [n for n in ir.traversal.RecursiveGraphIterator(model.graph) if id(n) in in_float]:
