@@ -41,6 +41,21 @@ def is_torch_namespace(namespace: str) -> bool:
     return namespace in TORCH_NAMESPACES or namespace.startswith("_")
 
 
+def copy_provenance(source: Any, *targets: Any) -> None:
+    """Gives each ONNX node of ``targets`` the provenance of ``source`` (its ``metadata_props``: the FX node, its
+    target, module scope and source line), as a rewrite does for the nodes that replace ``source``.
+
+    >>> import onnx_ir as ir
+    >>> old, new = ir.node("Relu", []), ir.node("Max", [])
+    >>> old.metadata_props["pkg.torch.fx_node"] = "relu"
+    >>> copy_provenance(old, new)
+    >>> new.metadata_props["pkg.torch.fx_node"]
+    'relu'
+    """
+    for target in targets:
+        target.metadata_props.update(source.metadata_props)
+
+
 def target_key(target: Any) -> str:
     """The registry key of an FX ``call_function`` target.
 

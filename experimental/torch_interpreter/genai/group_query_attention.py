@@ -28,6 +28,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from ..optimize.graph_match import initializer, int64s, producer
+from ..provenance import copy_provenance
 
 logger = logging.getLogger(__name__)
 
@@ -317,8 +318,7 @@ def _replace(graph: ir.Graph, layer: _Layer, lengths: tuple[ir.Value, ir.Value],
         old_nodes = [*layer.concats, attention]
         old = [out, layer.concats[0].outputs[0], layer.concats[1].outputs[0]]
         new = [nodes[-1].outputs[0], gqa.outputs[1], gqa.outputs[2]]
-    for node in nodes:
-        node.metadata_props.update(attention.metadata_props)
+    copy_provenance(attention, *nodes)
     for value, like in zip(new, old):
         value.dtype, value.shape = like.dtype, like.shape
     ir.convenience.replace_nodes_and_values(graph, attention, old_nodes, nodes, old, new)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from ..provenance import copy_provenance
 from .graph_match import dims, int64s, producer, same_dim, typed
 from .rewrite import CountingPass
 
@@ -155,7 +156,7 @@ class AttentionOnBsdPass(CountingPass):
         attention = ir.node("Attention", inputs, attributes=attrs, num_outputs=len(old_values), name=f"{node.name}_bsd")
         for new, old in zip(attention.outputs, old_values):
             new.type, new.shape = old.type, old.shape
-        attention.metadata_props.update(node.metadata_props)
+        copy_provenance(node, attention)
         new_nodes.append(attention)
         new_values = list(attention.outputs)
         merged = dims(merge.outputs[0])
@@ -163,7 +164,7 @@ class AttentionOnBsdPass(CountingPass):
             y = attention.outputs[0]
             y.shape = ir.Shape([q3.shape[0], q3.shape[1], merged[1]])
             flat = ir.node("Reshape", [y, int64s(graph, f"{node.name}_flat", [-1, merged[1]])], name=f"{node.name}_flat")
-            flat.metadata_props.update(merge.metadata_props)
+            copy_provenance(merge, flat)
             new_nodes.append(flat)
             new_values[0] = flat.outputs[0]
         ir.convenience.replace_nodes_and_values(graph, merge, [], new_nodes, old_values, new_values)
@@ -173,7 +174,7 @@ class AttentionOnBsdPass(CountingPass):
 def _rope_on_bsd(x: ir.Value, rope: ir.Node, heads: int, new_nodes: list[ir.Node]) -> ir.Value:
     """``RotaryEmbedding(x, cos, sin, num_heads=heads)`` on the 3-D ``x`` (the same rotation per head)."""
     node = typed(ir.node("RotaryEmbedding", [x, *rope.inputs[1:]], attributes={**rope.attributes, "num_heads": heads}), x)
-    node.metadata_props.update(rope.metadata_props)
+    copy_provenance(rope, node)
     new_nodes.append(node)
     return node.outputs[0]
 

@@ -60,6 +60,7 @@ import logging
 import onnx_ir as ir
 
 from ..ort_kernels import CPU_FLOAT16
+from ..provenance import copy_provenance
 from ..providers import needs_guard, of_model
 
 logger = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ def _compute_in_float(node: ir.Node, cast: dict[tuple[int, int], ir.Value] | Non
             up.outputs[0].dtype = ir.DataType.FLOAT
             up.outputs[0].shape = value.shape
             up.outputs[0].name = f"{node.name}__in{i}_float"
-            up.metadata_props.update(node.metadata_props)
+            copy_provenance(node, up)
             graph.insert_before(node, up)
             node.replace_input_with(i, up.outputs[0])
             cast[key] = up.outputs[0]
@@ -152,7 +153,7 @@ def _compute_in_float(node: ir.Node, cast: dict[tuple[int, int], ir.Value] | Non
         down = ir.node("Cast", [value], {"to": F16}, name=f"{node.name}/to_float16")
         rounded = down.outputs[0]
         rounded.dtype, rounded.shape, rounded.name = F16, value.shape, name
-        down.metadata_props.update(node.metadata_props)
+        copy_provenance(node, down)
         graph.insert_after(node, down)
         for user, index in users:
             user.replace_input_with(index, rounded)
@@ -204,7 +205,7 @@ def cast_before_transpose(model: ir.Model) -> int:
         out = moved.outputs[0]
         out.dtype, out.shape = ir.DataType.FLOAT, value.shape
         for node in (up, moved):
-            node.metadata_props.update(cast.metadata_props)
+            copy_provenance(cast, node)
         graph.insert_before(cast, [up, moved])
         name = value.name
         value.name = f"{name}__unused"
@@ -358,7 +359,7 @@ def _cast_up_first(node: ir.Node) -> None:
     up = ir.node("Cast", [value], {"to": ir.DataType.FLOAT}, name=f"{node.name}/to_float")
     up.outputs[0].dtype, up.outputs[0].shape = ir.DataType.FLOAT, value.shape
     up.outputs[0].name = f"{node.name}__float_input"
-    up.metadata_props.update(node.metadata_props)
+    copy_provenance(node, up)
     node.graph.insert_before(node, up)
     node.replace_input_with(0, up.outputs[0])
 

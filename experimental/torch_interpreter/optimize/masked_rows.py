@@ -36,6 +36,7 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript.rewriter import pattern
 
+from ..provenance import copy_provenance
 from .graph_match import only_used_by, producer
 from .rewrite import CountingPass
 
@@ -97,7 +98,7 @@ def _guard_after_merge(
     for value in (new_r, new_w):
         value.type, value.shape = out.type, out.shape
     for new, old in ((squeeze, where), (new_w, where), (new_t, transpose), (new_r, reshape)):
-        new.producer().metadata_props.update(old.metadata_props)
+        copy_provenance(old, new.producer())
     return new_w
 
 
@@ -161,8 +162,7 @@ class WhereBetweenTransposesPass(CountingPass):
             new_cond.outputs[0].shape = ir.Shape([cond.shape[i] for i in _SWAP_1_2])
             new_where.outputs[0].type = outer.outputs[0].type
             new_where.outputs[0].shape = outer.outputs[0].shape
-            for n in (new_cond, new_where):
-                n.metadata_props.update(where.metadata_props)
+            copy_provenance(where, new_cond, new_where)
             ir.convenience.replace_nodes_and_values(
                 graph, outer, [inner, where, outer], [new_cond, new_where], [outer.outputs[0]], [new_where.outputs[0]]
             )

@@ -63,6 +63,7 @@ from onnxscript.rewriter.rules import common
 
 from ..errors import ConversionError
 from ..names import unique_name
+from ..provenance import copy_provenance
 from .graph_match import dims, int64s, typed
 from .lazy_transposes import kept_in_place
 from .rewrite import CountingPass
@@ -276,11 +277,11 @@ def split_constant_of_shape_casts(model: ir.Model) -> int:
             continue
         as_float = ir.tensor(tensor.numpy().astype("float32"), dtype=ir.DataType.FLOAT)
         fill = ir.node("ConstantOfShape", list(node.inputs), attributes={"value": as_float}, name=node.name)
-        fill.metadata_props.update(node.metadata_props)
+        copy_provenance(node, fill)
         fill.outputs[0].dtype = ir.DataType.FLOAT
         fill.outputs[0].shape = node.outputs[0].shape
         cast = ir.node("Cast", fill.outputs, attributes={"to": tensor.dtype}, name=f"{node.name}/cast")
-        cast.metadata_props.update(node.metadata_props)
+        copy_provenance(node, cast)
         old = node.outputs[0]
         new = cast.outputs[0]
         new.dtype, new.shape = old.dtype, old.shape
@@ -347,8 +348,7 @@ def repair_empty_reshapes(model: ir.Model) -> int:
         for v in (before, after):
             model.graph.register_initializer(v)
         concat = ir.node("Concat", [before, size.outputs[0], after], attributes={"axis": 0}, name=f"{node.name}/shape")
-        for n in (size, concat):
-            n.metadata_props.update(node.metadata_props)
+        copy_provenance(node, size, concat)
         node.graph.insert_before(node, [size, concat])
         node.replace_input_with(1, concat.outputs[0])
         changed += 1
@@ -625,7 +625,7 @@ def split_batch_transposes(model: ir.Model) -> int:
             value, perm = node.inputs[i], _batch_perm(ranks[i])
             transpose = ir.node("Transpose", [value], attributes={"perm": perm}, name=f"{node.name}_{name}")
             typed(transpose, dtype=value.dtype, shape=[shapes[i][p] for p in perm])
-            transpose.metadata_props.update(node.metadata_props)
+            copy_provenance(node, transpose)
             node.graph.insert_before(node, transpose)
             node.replace_input_with(i, transpose.outputs[0])
             node.attributes[name] = ir.AttrInt64(name, 0)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from ..provenance import copy_provenance
 from .graph_match import dims, initializer, int64s, only_used_by, producer, same_dim, typed
 from .rewrite import CountingPass
 
@@ -136,8 +137,7 @@ class PackedAttentionPass(CountingPass):
             guard = typed(ir.node("Where", [sees_a_key, result, zero], name=f"{node.name}_masked_rows"), out)
             nodes.append(guard)
             result = guard.outputs[0]
-        for n in nodes:
-            n.metadata_props.update(node.metadata_props)
+        copy_provenance(node, *nodes)
         graph.insert_before(node, nodes)
         out.replace_all_uses_with(result)
         result.name, out.name = out.name, None

@@ -18,6 +18,7 @@ import itertools
 
 import onnx_ir as ir
 
+from ..provenance import copy_provenance
 from ..providers import of_model
 from .graph_match import dims, int64s, ints, producer, same_dim, typed
 from .rewrite import CountingPass
@@ -118,7 +119,7 @@ class RotaryPass(CountingPass):
             cos, sin = self._caches(graph, add, x, f, caches)
             rope = ir.node("RotaryEmbedding", [x, cos, sin], name=f"{add.name}_rotary")
             typed(rope, add.outputs[0])
-            rope.metadata_props.update(add.metadata_props)
+            copy_provenance(add, rope)
             ir.convenience.replace_nodes_and_values(graph, add, [], [rope], [add.outputs[0]], [rope.outputs[0]])
             count += 1
         return count

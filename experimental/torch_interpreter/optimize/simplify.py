@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from ..provenance import copy_provenance
 from .graph_match import dims, int64s, ints, producer, same_dim
 
 
@@ -112,7 +113,7 @@ def gather_on_index_grid(model: ir.Model) -> int:
             continue
         unsqueeze = ir.node("Unsqueeze", [data, int64s(graph, f"{node.name}_axes", others)], name=f"{node.name}_unsqueeze")
         unsqueeze.outputs[0].type, unsqueeze.outputs[0].shape = out.type, out.shape
-        unsqueeze.metadata_props.update(node.metadata_props)
+        copy_provenance(node, unsqueeze)
         graph.insert_before(node, unsqueeze)
         _replace(node, unsqueeze.outputs[0])
         unsqueeze.outputs[0].name, out.name = out.name, None

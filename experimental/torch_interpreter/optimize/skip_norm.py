@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from ..provenance import copy_provenance
 from ..providers import needs_guard, of_model
 from .graph_match import typed
 
@@ -50,8 +51,7 @@ def _unfuse(graph: ir.Graph, node: ir.Node) -> bool:
     attributes = {"axis": -1, **({"epsilon": epsilon.as_float()} if epsilon is not None else {})}
     norm_inputs = [total, gamma] + ([beta] if beta is not None else [])
     nodes.append(typed(ir.node(norm_type, norm_inputs, attributes=attributes, name=f"{node.name}_norm"), like))
-    for n in nodes:
-        n.metadata_props.update(node.metadata_props)
+    copy_provenance(node, *nodes)
     graph.insert_before(node, nodes)
     for old, new in ((outputs[0], nodes[-1].outputs[0]), *(((outputs[3], total),) if len(outputs) > 3 else ())):
         if old.is_graph_output():
