@@ -59,6 +59,33 @@ def test_refused_before_capture():
         to_onnx(torch.nn.ReLU(), (torch.randn(2),), providers="DmlExecutionProvider")
 
 
+def test_one_vocabulary_for_to_onnx_the_session_and_the_backend():
+    """``providers=`` takes the same words in ``to_onnx``, ``InferenceSession`` and the ``torch.compile`` backend
+    ("cpu", "cuda", "any", onnxruntime's names), and refuses the same unknown word with a ProviderError."""
+    from experimental.torch_interpreter.providers import session_providers
+    from experimental.torch_interpreter.training import BackendOptions
+
+    onx = to_onnx(torch.nn.ReLU(), (torch.randn(3),), providers="cpu")
+    x = torch.tensor([-1.0, 0.0, 2.0])
+    for value in ("cpu", "CPU", "CPUExecutionProvider", ["cpu"], ("cpu", "CPUExecutionProvider")):
+        assert session_providers(value) == ["CPUExecutionProvider"]
+        sess = InferenceSession(onx, providers=value)
+        assert sess.get_providers() == ["CPUExecutionProvider"]
+        np.testing.assert_array_equal(sess.run(None, {"input": x})[0], torch.relu(x).numpy())
+        assert BackendOptions(providers=value).provider_for("cpu") == "cpu"
+        assert check_providers(value) == ("cpu",)
+    assert session_providers("any") is None and session_providers(None) is None
+    assert session_providers([("CPUExecutionProvider", {})]) == [("CPUExecutionProvider", {})]
+    assert BackendOptions(providers="any").provider_for("cuda") == "cuda"
+    assert BackendOptions(providers=("cpu", "cuda")).provider_for("cuda") == "cuda"
+    with pytest.raises(ProviderError, match="inputs are on cuda"):
+        BackendOptions(providers="CPUExecutionProvider").provider_for("cuda")
+    for refuse in (lambda: InferenceSession(onx, providers="gpu"), lambda: BackendOptions(providers="gpu"),
+                   lambda: to_onnx(torch.nn.ReLU(), (x,), providers="gpu")):
+        with pytest.raises(ProviderError, match="'gpu'"):
+            refuse()
+
+
 def test_every_quirk_names_known_providers():
     for name, (text, providers) in QUIRKS.items():
         assert text and providers and providers <= {"cpu", "cuda"}, name

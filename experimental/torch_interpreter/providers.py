@@ -99,6 +99,47 @@ def check_providers(value: Any) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def session_providers(value: Any) -> list[Any] | None:
+    """onnxruntime's provider list for a session asked for with the package's ``providers=`` vocabulary (the one
+    ``to_onnx``, ``InferenceSession`` and the ``torch.compile`` backend take): None or ``"any"``: None (the session
+    chooses: CUDA where onnxruntime-gpu and a GPU are present, the CPU otherwise); ``"cpu"`` and ``"cuda"``: that
+    provider; onnxruntime's names and ``(name, options)`` pairs as they are; a list mixing them. A lowercase name
+    that is none of these is a :class:`ProviderError`.
+
+    Example::
+
+        >>> from experimental.torch_interpreter.providers import session_providers
+        >>> session_providers("cpu"), session_providers(["cuda", "CPUExecutionProvider"]), session_providers("any")
+        (['CPUExecutionProvider'], ['CUDAExecutionProvider', 'CPUExecutionProvider'], None)
+    """
+    if value is None or (isinstance(value, str) and value.lower() == "any"):
+        return None
+    if isinstance(value, str) or (isinstance(value, tuple) and _is_pair(value)):
+        items = [value]
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        raise ProviderError(f"providers={value!r}: expected a name or a list of names ('any', 'cpu', 'cuda' or "
+                            "onnxruntime's names)")
+    chosen: list[Any] = []
+    for item in items:
+        if isinstance(item, str) and item.lower() in ONNXRUNTIME_NAMES:
+            item = ONNXRUNTIME_NAMES[item.lower()]
+        elif isinstance(item, str) and not item.endswith("ExecutionProvider"):
+            raise ProviderError(
+                f"providers={value!r}: {item!r} is neither {', '.join(map(repr, ('any', *KNOWN)))} nor an "
+                "onnxruntime provider name (CPUExecutionProvider, CUDAExecutionProvider...)"
+            )
+        if item not in chosen:
+            chosen.append(item)
+    return chosen
+
+
+def _is_pair(value: tuple) -> bool:
+    """Whether ``value`` is onnxruntime's ``(name, options)`` form of one provider."""
+    return len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], dict)
+
+
 def needs_guard(providers: Iterable[str], quirk: str) -> bool:
     """Whether one of ``providers`` (checked names) has ``quirk`` (a key of :data:`QUIRKS`).
 

@@ -11,6 +11,7 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
+from ..providers import session_providers
 from .model_loading import Model
 from .python_op_nodes import has_python_ops
 from .python_op_session import PythonOpSession
@@ -21,8 +22,9 @@ from .trust import TrustPolicy
 class InferenceSession:
     """An ``onnxruntime.InferenceSession`` that also takes torch tensors as feeds.
 
-    Without ``providers``, it chooses CUDA when onnxruntime-gpu and a GPU are present and falls back
-    to the CPU when the CUDA session cannot be created.
+    ``providers`` takes the words ``to_onnx`` and the ``torch.compile`` backend take: ``"cpu"``, ``"cuda"``, or
+    ``"any"`` (the default, None: CUDA when onnxruntime-gpu and a GPU are present, the CPU when the CUDA session
+    cannot be created), and onnxruntime's own names and ``(name, options)`` pairs, or a list of them.
 
     A model with ``com.microsoft::PythonOp`` nodes names Python code. As ``torch.load(weights_only=True)``, the
     session imports nothing by default: an ``autograd.Function`` must be exported or registered in this process,
@@ -53,6 +55,7 @@ class InferenceSession:
         trust_python_code: bool = False,
     ):
         policy = TrustPolicy.create(trusted_modules, trust_python_code)
+        providers = session_providers(providers)
         #: the session running a model with PythonOp nodes, None for a plain model
         self._python_ops = (
             PythonOpSession(model, providers, sess_options, policy) if has_python_ops(model) else None

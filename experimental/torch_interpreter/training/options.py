@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import ProviderError
 from ..opsets import DEFAULT_OPSET, check_opset
 from ..optimize import check_level
+from ..providers import check_providers
 from ..translation.registry import Registry
 
 #: what a graph the converters cannot translate does: run eagerly with a warning, or raise
@@ -20,8 +21,9 @@ FALLBACKS = ("eager", "raise")
 class BackendOptions:
     """How the backend translates and runs AOTAutograd's graphs.
 
-    :param providers: ``None`` (default): onnxruntime's CUDA provider for graphs whose inputs are on a GPU, the CPU
-        provider otherwise; ``"cpu"`` or ``"cuda"`` to force one (a graph whose inputs live elsewhere is refused)
+    :param providers: the words ``to_onnx`` and ``InferenceSession`` take: ``None`` or ``"any"`` (default):
+        onnxruntime's CUDA provider for graphs whose inputs are on a GPU, the CPU provider otherwise; ``"cpu"`` or
+        ``"cuda"`` (or onnxruntime's name of either) to force one (a graph whose inputs live elsewhere is refused)
     :param optimize: the optimization level of :func:`~experimental.torch_interpreter.to_onnx` (``True``,
         ``False`` or ``"onnxruntime"``); default ``False``: onnxruntime optimizes each session itself, and the
         package's optimizer, which costs 1 to 10 seconds at the first step (onnxscript's rewrite rules tried on
@@ -64,9 +66,7 @@ class BackendOptions:
         if self.fallback not in FALLBACKS:
             raise ValueError(f"fallback={self.fallback!r}: one of {FALLBACKS}")
         check_level(self.optimize)
-        if self.providers is not None:
-            if self.providers not in ("cpu", "cuda"):
-                raise ProviderError(f"providers={self.providers!r}: None (the inputs' device decides), 'cpu' or 'cuda'")
+        check_providers(self.providers)
         check_opset(self.target_opset)
 
     def provider_for(self, device_type: str) -> str:
@@ -76,9 +76,10 @@ class BackendOptions:
         ('cuda', 'cpu')
         """
         wanted = "cuda" if device_type == "cuda" else "cpu"
-        if self.providers is not None and self.providers != wanted:
+        allowed = check_providers(self.providers)
+        if wanted not in allowed:
             raise ProviderError(
                 f"providers={self.providers!r} but the graph's inputs are on {device_type}: move the model and its "
-                f"inputs to {'a GPU' if self.providers == 'cuda' else 'the CPU'} or leave providers=None"
+                f"inputs to {'a GPU' if allowed == ('cuda',) else 'the CPU'} or leave providers=None"
             )
         return wanted
