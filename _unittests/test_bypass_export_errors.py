@@ -14,7 +14,7 @@ from experimental.torch_interpreter import (  # noqa: E402
 )
 from experimental.torch_interpreter.onnx_export_errors import patch_table  # noqa: E402
 from experimental.torch_interpreter.patches import ALL_PATCHES  # noqa: E402
-from helpers import check_model  # noqa: E402
+from experimental.torch_interpreter.testing.check import check_model  # noqa: E402
 
 
 class JitIsinstance(torch.nn.Module):

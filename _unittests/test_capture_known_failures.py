@@ -9,7 +9,7 @@ from torch.utils._pytree import tree_leaves
 
 from experimental.torch_interpreter import ExportCaptureError, InferenceSession, bypass_export_some_errors, to_onnx
 from experimental.torch_interpreter.onnx_export_errors import patch_table
-from helpers import check_model
+from experimental.torch_interpreter.testing.check import check_model
 
 # -- a control-flow body returning an input unchanged --------------------------------------------------------
 

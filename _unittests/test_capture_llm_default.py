@@ -7,7 +7,6 @@ import pytest
 
 pytest.importorskip("transformers")
 
-import llm_cache_models as models  # noqa: E402
 import torch  # noqa: E402
 import torch.utils._pytree as pytree  # noqa: E402
 import transformers  # noqa: E402
@@ -19,6 +18,7 @@ from experimental.torch_interpreter import (  # noqa: E402
     InferenceSession,
     to_onnx,
 )
+from experimental.torch_interpreter.testing import llm_models as models  # noqa: E402
 
 
 def _feeds(inputs: dict) -> dict:

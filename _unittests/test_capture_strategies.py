@@ -17,7 +17,7 @@ from experimental.torch_interpreter.errors import (
     RuntimeFeedError,
     TrainingModeWarning,
 )
-from helpers import Fn, check_model
+from experimental.torch_interpreter.testing.check import Fn, check_model
 
 
 def _meta(onx):

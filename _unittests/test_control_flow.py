@@ -7,7 +7,8 @@ from torch._higher_order_ops.while_loop import while_loop
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.errors import ExportCaptureError
-from helpers import Fn, check_model, op_types
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
+from experimental.torch_interpreter.testing.models import CondModel, CountDown, Fn1, scan_cumsum
 
 
 @pytest.fixture(autouse=True)
@@ -16,13 +17,6 @@ def _fresh_dynamo():
     cache outlives an export: the next export checks the cached guards on its symbolic sizes and adds
     guards such as ``4 != d`` or specializes a nested scan's length. Reset it between models."""
     torch._dynamo.reset()
-
-
-class Fn1(Fn):
-    """One named input, so that ``dynamic_shapes=({0: "n"},)`` is one entry per argument."""
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 def _subgraphs(graph: onnx.GraphProto):
@@ -50,12 +44,7 @@ def _check(model, args, dynamic_shapes=None, more_inputs=(), **kwargs):
 # -- scan ------------------------------------------------------------------------------------------------------
 
 
-def _cumsum(x):
-    def combine(carry, xi):
-        carry = carry + xi
-        return carry, carry.clone()
 
-    return scan(combine, torch.zeros_like(x[0]), x)[1]
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.int64, torch.bool])
@@ -87,9 +76,9 @@ def test_scan_size_closure():
 
 
 def test_scan_cumsum_dynamic():
-    onx = _check(Fn1(_cumsum), (torch.randn(5, 3),), ({0: "seq", 1: "d"},), [((torch.randn(8, 2),), None)])
+    onx = _check(Fn1(scan_cumsum), (torch.randn(5, 3),), ({0: "seq", 1: "d"},), [((torch.randn(8, 2),), None)])
     assert op_types(onx).count("Scan") == 1
-    torch.testing.assert_close(_cumsum(torch.ones(4, 2)), torch.ones(4, 2).cumsum(0))
+    torch.testing.assert_close(scan_cumsum(torch.ones(4, 2)), torch.ones(4, 2).cumsum(0))
     body = next(n for n in onx.graph.node if n.op_type == "Scan").attribute[0].g
     # the carry also returned as a scanned output: a distinct value through Identity
     assert "Identity" in [n.op_type for n in body.node]
@@ -199,23 +188,6 @@ def test_cond_one_output():
     assert op_types(onx)[-1] == "If"
 
 
-class CondModel(torch.nn.Module):
-    """Several inputs and outputs, a branch calling a submodule, an input returned unchanged, constants."""
-
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(4, 4)
-
-    def forward(self, x, y):
-        def true_fn(x, y):
-            return self.lin(x) + y, x.clone(), torch.ones(3)
-
-        def false_fn(x, y):
-            return x - y, torch.zeros_like(x), torch.arange(3).float()
-
-        return torch.cond(x.mean() > y.mean(), true_fn, false_fn, (x, y))
-
-
 def test_cond_several_outputs_submodule_constants():
     x, y = torch.randn(3, 4), torch.randn(3, 4)
     more = [((x + 5, y), None), ((x[:1] - 5, y[:1]), None)]
@@ -284,22 +256,6 @@ def test_while_loop_counter_up():
 
     onx = _check(Fn1(fn), (torch.randn(3, 4),), ({0: "n", 1: "d"},), [((torch.randn(6, 2),), None)])
     assert "Loop" in op_types(onx)
-
-
-class CountDown(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.randn(3, 3) * 0.5)
-
-    def forward(self, n, x):
-        def cond_fn(i, h, total):
-            return i > 0
-
-        def body_fn(i, h, total):
-            h = torch.tanh(h @ self.w)
-            return i - 1, h, total + h.sum()
-
-        return while_loop(cond_fn, body_fn, (n.clone(), x.clone(), torch.zeros(())))
 
 
 def test_while_loop_counter_down_weights():

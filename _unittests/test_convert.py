@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from experimental.torch_interpreter import InferenceSession, default_registry, to_onnx
-from helpers import check_model, op_types
+from experimental.torch_interpreter.testing.check import check_model, op_types
 
 
 class TwoInputs(torch.nn.Module):

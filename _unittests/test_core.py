@@ -1,6 +1,6 @@
 import torch
 
-from helpers import check_model, op_types
+from experimental.torch_interpreter.testing.check import check_model, op_types
 
 
 def test_linear_dynamic_batch():

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import onnx
@@ -16,7 +15,6 @@ import onnx_ir as ir
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
 from experimental.torch_interpreter import (
     ConversionError,
     InferenceSession,
@@ -26,6 +24,7 @@ from experimental.torch_interpreter import (
     to_onnx,
 )
 from experimental.torch_interpreter.python_op.custom_ops import Policy, is_custom_op
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
 
 
 # -- the ops: kernels leave torch (numpy), as a Triton or C++ kernel would -----------------------------------------

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model, rand
+
+from experimental.torch_interpreter.testing.check import Fn, check_model, rand
 
 HALF = [torch.float16, torch.bfloat16]
 

@@ -1,4 +1,4 @@
-"""Random small programs (``fuzz_programs.py``) exported and compared with eager PyTorch, drawn by hypothesis.
+"""Random small programs (``testing/random_programs.py``) exported and compared with eager PyTorch, drawn by hypothesis.
 
 The run is derandomized (the same programs at every run) and bounded (400 programs, about a minute); the long run is
 ``python benchmarks/fuzz.py --n 10000``. A failure prints the program's source; hypothesis prints how to
@@ -11,8 +11,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from fuzz_programs import BUGS, HypothesisChooser, RandomChooser, compare, drawn_programs, generate, run_program
-from helpers import Fn, check_model
+
+from experimental.torch_interpreter.testing.check import Fn, check_model
+from experimental.torch_interpreter.testing.random_programs import (
+    BUGS,
+    HypothesisChooser,
+    RandomChooser,
+    compare,
+    drawn_programs,
+    generate,
+    run_program,
+)
 
 hypothesis = pytest.importorskip("hypothesis")
 
@@ -117,7 +126,7 @@ class _Scaled(torch.nn.Module):
 def test_a_less_accurate_result_stays_a_mismatch():
     """The float64 check only reclassifies in onnxruntime's favour: a model 1% off is a mismatch."""
     from experimental.torch_interpreter import InferenceSession, to_onnx
-    from fuzz_programs import _eager, _mismatch_or_precision
+    from experimental.torch_interpreter.testing.random_programs import _eager, _mismatch_or_precision
 
     x = torch.linspace(-3, 3, 24).reshape(4, 6).to(torch.float16)
     sess = InferenceSession(to_onnx(_Scaled(1.01), (x,)))
@@ -130,7 +139,7 @@ def test_a_less_accurate_result_stays_a_mismatch():
 def test_bfloat16_linear_rounds_once():
     """bfloat16 linear with a bias: PyTorch adds the bias to the float32 product and rounds once; rounding
     the product first gave 19.25 where eager gives 19.375, then a softmax 9% off (fuzz seed 9362)."""
-    from helpers import check_dynamic
+    from experimental.torch_interpreter.testing.check import check_dynamic
 
     weight = torch.randn((3, 3), generator=torch.Generator().manual_seed(3943)).to(torch.bfloat16)
     bias = torch.randn((3,), generator=torch.Generator().manual_seed(5938)).to(torch.bfloat16)

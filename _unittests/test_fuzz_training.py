@@ -1,5 +1,5 @@
-"""Random programs (``fuzz_programs.py``) trained one step through the ``torch.compile`` backend
-(``fuzz_training.py``): outputs, loss and every input gradient against eager PyTorch.
+"""Random programs (``testing/random_programs.py``) trained one step through the ``torch.compile`` backend
+(``testing/random_training.py``): outputs, loss and every input gradient against eager PyTorch.
 
 A bounded derandomized run (30 programs drawn by hypothesis, about 20 s) and the seeds of the long run
 (``python benchmarks/fuzz.py --training --n 2000``) that showed a difference or a fallback, each fixed.
@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-from fuzz_programs import HypothesisChooser, Program, RandomChooser, drawn_programs, generate
-from fuzz_training import TRAINING_BUGS, run_training_program
 
 from experimental.torch_interpreter import default_registry
+from experimental.torch_interpreter.testing.random_programs import (
+    HypothesisChooser,
+    Program,
+    RandomChooser,
+    drawn_programs,
+    generate,
+)
+from experimental.torch_interpreter.testing.random_training import TRAINING_BUGS, run_training_program
 from experimental.torch_interpreter.training import OrtBackend
 
 hypothesis = pytest.importorskip("hypothesis")

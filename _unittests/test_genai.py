@@ -15,11 +15,11 @@ import torch
 og = pytest.importorskip("onnxruntime_genai", reason="onnxruntime-genai is not installed (pip install -e .[dev])")
 transformers = pytest.importorskip("transformers")
 
-from helpers import bfloat16_nodes_without_cuda_kernel  # noqa: E402
 from experimental.torch_interpreter import GenAIError, export_genai  # noqa: E402
 from experimental.torch_interpreter.cli import main  # noqa: E402
 from experimental.torch_interpreter.genai.generate import genai_greedy, transformers_greedy  # noqa: E402
 from experimental.torch_interpreter.genai.tiny import PAD, write_random_causal_lm  # noqa: E402
+from experimental.torch_interpreter.testing.check import bfloat16_nodes_without_cuda_kernel  # noqa: E402
 
 #: a prompt, and a batch of two prompts of different lengths (padded by each runtime the way it reads padding)
 PROMPTS = [[1, 5, 17, 33, 8, 99, 4], [1, 44, 7]]

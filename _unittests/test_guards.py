@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from onnx import helper
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
-from helpers import Fn
+from experimental.torch_interpreter.testing.check import Fn
 
 INF, NAN = math.inf, math.nan
 PROVIDERS = ["any", "cpu"]

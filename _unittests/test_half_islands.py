@@ -14,9 +14,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import Fn, bfloat16_nodes_without_cuda_kernel
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.optimize.pipeline import named
+from experimental.torch_interpreter.testing.check import Fn, bfloat16_nodes_without_cuda_kernel
 
 transformers = pytest.importorskip("transformers")
 

@@ -19,11 +19,11 @@ import numpy as np
 import onnx
 import pytest
 import torch
-from helpers import Fn
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
 from experimental.torch_interpreter.optimize import half_precision
 from experimental.torch_interpreter.ort_kernels import CPU_FLOAT16
+from experimental.torch_interpreter.testing.check import Fn
 
 LEVELS = [False, True, "onnxruntime"]
 

@@ -4,9 +4,9 @@ import functools
 
 import pytest
 import torch
-from helpers import Fn, check_model, op_types, rand
 
 from experimental.torch_interpreter import to_onnx
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types, rand
 from experimental.torch_interpreter.translation.aliasing import needs_tracking
 from experimental.torch_interpreter.translation.registry import default_registry
 

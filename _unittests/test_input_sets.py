@@ -22,9 +22,9 @@ from experimental.torch_interpreter import (
     export,
     to_onnx,
 )
+from experimental.torch_interpreter.testing.llm_models import decoder_inputs, decoder_model  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from llm_cache_models import decoder_inputs, decoder_model  # noqa: E402
 
 
 def _dims(onx) -> dict[str, list]:

@@ -6,65 +6,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import check_model, op_types
-
-DYNAMIC = ({0: "batch", 2: "height", 3: "width"},)
-
-
-def _images(batch, channels, height, width, seed=0):
-    return torch.randn(batch, channels, height, width, generator=torch.Generator().manual_seed(seed))
-
-
-def _randomize_batchnorm(model):
-    """Random running statistics and affine parameters, so that BatchNormalization is really checked."""
-    gen = torch.Generator().manual_seed(1)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
-            m.running_var.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
-            m.weight.data.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
-            m.bias.data.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
-    return model.eval()
-
-
-class BasicBlock(nn.Module):
-    """torchvision.models.resnet.BasicBlock: conv3x3-bn-relu-conv3x3-bn + identity or downsample, relu."""
-
-    def __init__(self, inplanes, planes, stride=1):
-        super().__init__()
-        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
-        self.downsample = None
-        if stride != 1 or inplanes != planes:
-            self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
-
-    def forward(self, x):
-        identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return self.relu(out + identity)
-
-
-class TinyResNet(nn.Module):
-    """Stem (conv, bn, relu, maxpool), a plain block, a downsampling block, global pooling and a classifier."""
-
-    def __init__(self, classes=10):
-        super().__init__()
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, 8, 7, 2, 3, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)
-        )
-        self.layer1 = BasicBlock(8, 8)
-        self.layer2 = BasicBlock(8, 16, stride=2)
-        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(16, classes)
-
-    def forward(self, x):
-        x = self.layer2(self.layer1(self.stem(x)))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
-
+from experimental.torch_interpreter.testing.check import check_model, op_types
+from experimental.torch_interpreter.testing.models import (
+    IMAGE_AXES,
+    BasicBlock,
+    TinyResNet,
+    images,
+    randomize_batchnorm,
+)
 
 class DepthwiseSeparable(nn.Module):
     """MobileNet: depthwise 3x3 (groups=channels), bn, relu6, pointwise 1x1, bn, relu6; then a strided one."""
@@ -115,10 +64,10 @@ class TinyUNet(nn.Module):
 
 def test_resnet_basic_blocks():
     torch.manual_seed(0)
-    model = _randomize_batchnorm(TinyResNet())
+    model = randomize_batchnorm(TinyResNet())
     onx = check_model(
-        model, (_images(2, 3, 32, 32),), dynamic_shapes=DYNAMIC,
-        more_inputs=[((_images(3, 3, 48, 40, seed=1),), None)], atol=1e-4,
+        model, (images(2, 3, 32, 32),), dynamic_shapes=IMAGE_AXES,
+        more_inputs=[((images(3, 3, 48, 40, seed=1),), None)], atol=1e-4,
     )
     ops = op_types(onx)
     # the MaxPool sits in the branches of its exactness guard: If(the input holds no NaN nor -inf, MaxPool, exact)
@@ -130,20 +79,20 @@ def test_resnet_basic_blocks():
 @pytest.mark.parametrize("stride, planes", [(1, 8), (2, 16)], ids=["identity", "downsample"])
 def test_basic_block(stride, planes):
     torch.manual_seed(0)
-    model = _randomize_batchnorm(BasicBlock(8, planes, stride))
+    model = randomize_batchnorm(BasicBlock(8, planes, stride))
     onx = check_model(
-        model, (_images(2, 8, 12, 12),), dynamic_shapes=DYNAMIC,
-        more_inputs=[((_images(1, 8, 9, 15, seed=1),), None)], atol=1e-4,
+        model, (images(2, 8, 12, 12),), dynamic_shapes=IMAGE_AXES,
+        more_inputs=[((images(1, 8, 9, 15, seed=1),), None)], atol=1e-4,
     )
     assert op_types(onx).count("Conv") == (2 if stride == 1 else 3)
 
 
 def test_depthwise_separable():
     torch.manual_seed(0)
-    model = _randomize_batchnorm(DepthwiseSeparable())
+    model = randomize_batchnorm(DepthwiseSeparable())
     onx = check_model(
-        model, (_images(2, 4, 16, 16),), dynamic_shapes=DYNAMIC,
-        more_inputs=[((_images(3, 4, 11, 20, seed=1),), None)], atol=1e-4,
+        model, (images(2, 4, 16, 16),), dynamic_shapes=IMAGE_AXES,
+        more_inputs=[((images(3, 4, 11, 20, seed=1),), None)], atol=1e-4,
     )
     groups = [a.i for n in onx.graph.node if n.op_type == "Conv" for a in n.attribute if a.name == "group"]
     assert 4 in groups and 12 in groups
@@ -165,17 +114,17 @@ def test_upsample(mode, align_corners, scale_factor, by_size):
     torch.manual_seed(0)
     model = Upsample(mode, align_corners, scale_factor, by_size)
     onx = check_model(
-        model, (_images(2, 3, 8, 8),), dynamic_shapes=DYNAMIC,
-        more_inputs=[((_images(1, 3, 6, 10, seed=1),), None)], atol=1e-5,
+        model, (images(2, 3, 8, 8),), dynamic_shapes=IMAGE_AXES,
+        more_inputs=[((images(1, 3, 6, 10, seed=1),), None)], atol=1e-5,
     )
     assert "Resize" in op_types(onx)
 
 
 def test_tiny_unet():
     torch.manual_seed(0)
-    model = _randomize_batchnorm(TinyUNet())
+    model = randomize_batchnorm(TinyUNet())
     # odd sizes: the pooled map is smaller than half, interpolate goes back to the skip's exact size
     check_model(
-        model, (_images(2, 3, 16, 16),), dynamic_shapes=DYNAMIC,
-        more_inputs=[((_images(1, 3, 13, 22, seed=1),), None)], atol=1e-4,
+        model, (images(2, 3, 16, 16),), dynamic_shapes=IMAGE_AXES,
+        more_inputs=[((images(1, 3, 13, 22, seed=1),), None)], atol=1e-4,
     )

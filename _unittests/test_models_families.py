@@ -6,7 +6,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from helpers import check_model, op_types  # noqa: E402
+from experimental.torch_interpreter.testing.check import check_model, op_types  # noqa: E402
 
 VOCAB = 1000
 SMALL = dict(

@@ -5,7 +5,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from helpers import check_model  # noqa: E402
+from experimental.torch_interpreter.testing.check import check_model  # noqa: E402
 
 DYNAMIC = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
 

@@ -5,9 +5,9 @@ import pytest
 
 pytest.importorskip("transformers")
 
-import llm_cache_models as models  # noqa: E402
 from experimental.torch_interpreter import bypass_export_some_errors  # noqa: E402
-from helpers import check_model  # noqa: E402
+from experimental.torch_interpreter.testing import llm_models as models  # noqa: E402
+from experimental.torch_interpreter.testing.check import check_model  # noqa: E402
 
 
 def _dims(value_info):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from experimental.torch_interpreter import ConversionError, to_onnx
-from helpers import check_model, op_types
+from experimental.torch_interpreter.testing.check import check_model, op_types
 
 DYNAMIC = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
 

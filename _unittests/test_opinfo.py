@@ -1,11 +1,11 @@
 """OpInfo sweep: every op of PyTorch's OpInfo database with float32 CPU support, converted by ``to_onnx``,
-run with onnxruntime and compared with eager PyTorch (see ``opinfo_sweep.py``).
+run with onnxruntime and compared with eager PyTorch (see ``testing/opinfo_sweep.py``).
 
 * ``test_opinfo``: the first float32 sample of each op (the default run);
 * ``test_opinfo_full``: every sample, for each dtype of ``opinfo_sweep.DTYPES`` the op supports, selected
   with ``pytest --opinfo-full`` (deselected otherwise).
 
-Failures expected are listed with their reason in ``opinfo_expected_failures.py``: a listed op must fail
+Failures expected are listed with their reason in ``testing/opinfo_expected_failures.py``: a listed op must fail
 the way its reason says (strict: a listed op that passes fails the test, remove it from the list).
 """
 
@@ -13,34 +13,21 @@ from __future__ import annotations
 
 import re
 
-import opinfo_sweep as sweep
 import pytest
 import torch
-from opinfo_expected_failures import EXPECTED_FAILURES, VALUES_NOT_COMPARED, reason_for
+
+from experimental.torch_interpreter.testing import opinfo_sweep as sweep
+from experimental.torch_interpreter.testing.opinfo_expected_failures import (
+    EXPECTED_FAILURES,
+    VALUES_NOT_COMPARED,
+    expected_category,
+    reason_for,
+)
 
 KEYS = list(sweep.ops_by_key())
 FULL = [
     (key, str(dtype).replace("torch.", "")) for key in KEYS for dtype in sweep.supported_dtypes(sweep.ops_by_key()[key])
 ]
-
-#: reason prefix -> the category of the outcome it expects
-_PREFIXES = {
-    "no converter:": sweep.NO_CONVERTER,
-    "conversion:": sweep.CONVERSION,
-    "invalid onnx:": sweep.ONNX_INVALID,
-    "runtime:": sweep.RUNTIME,
-    "mismatch:": sweep.MISMATCH,
-    "by design:": sweep.MISMATCH,
-    "export:": sweep.EXPORT,
-    "not compared:": sweep.NOT_COMPARED,
-}
-
-
-def expected_category(reason: str) -> str:
-    for prefix, category in _PREFIXES.items():
-        if reason.startswith(prefix):
-            return category
-    raise ValueError(f"reason {reason!r} does not start with one of {list(_PREFIXES)}")
 
 
 def check_outcome(key: str, outcome: sweep.Outcome, reason: str | None) -> None:

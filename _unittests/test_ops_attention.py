@@ -4,7 +4,7 @@ import torch.nn.functional as F
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.errors import ConversionError
-from helpers import Fn, check_model, op_types
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
 
 OPSETS = [18, 23]
 

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
+from experimental.torch_interpreter.testing.aot import aot_graphs
+from experimental.torch_interpreter.testing.check import Fn, check_model
 
 A = torch.ops.aten
 torch.manual_seed(0)
@@ -508,24 +509,7 @@ def test_log_sigmoid_forward_cuda_buffer_is_empty():
 def test_log_sigmoid_aot_autograd_graphs():
     """The graphs torch.compile hands a backend for F.logsigmoid hold log_sigmoid_forward (its buffer saved for
     the backward) and log_sigmoid_backward: both convert, and chained they give autograd's gradient."""
-    from functorch.compile import aot_function
-
-    graphs = {}
-
-    def compiler(name):
-        def compile(gm, example_inputs):
-            def run(inputs):
-                graphs[name] = (gm, tuple(a.detach().clone() for a in inputs))
-                return gm(*inputs)
-
-            run._boxed_call = True
-            return run
-
-        return compile
-
-    x = X.clone().requires_grad_()
-    out = aot_function(F.logsigmoid, fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(x)
-    out.backward(G)
+    graphs = aot_graphs(F.logsigmoid, X.clone().requires_grad_(), grad=G)
     forward, fw_inputs = graphs["forward"]
     backward, bw_inputs = graphs["backward"]
     assert any(n.target is A.log_sigmoid_forward.default for n in forward.graph.nodes)

@@ -14,11 +14,11 @@ import onnx
 import pytest
 import torch
 import torch.nn.functional as F
-from functorch.compile import aot_function
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
 from experimental.torch_interpreter.errors import ConversionError
-from helpers import Fn, check_model
+from experimental.torch_interpreter.testing.aot import aot_graphs
+from experimental.torch_interpreter.testing.check import Fn, check_model
 
 aten = torch.ops.aten
 FWD = aten._scaled_dot_product_flash_attention_for_cpu.default
@@ -221,26 +221,6 @@ def test_cpu_step_dynamic_head_size():
     )
 
 
-def _aot_graphs(fn, *args):
-    """The forward and backward graphs AOTAutograd makes of ``fn`` (torch.compile's), with the inputs each got."""
-    graphs = {}
-
-    def compiler(name):
-        def compile(gm, example_inputs):
-            def run(inputs):
-                graphs[name] = (gm, tuple(a.detach().clone() for a in inputs))
-                return gm(*inputs)
-
-            run._boxed_call = True
-            return run
-
-        return compile
-
-    out = aot_function(fn, fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(*args)
-    out.backward(torch.randn(out.shape))
-    return graphs
-
-
 @pytest.mark.parametrize(
     "kw",
     [{"is_causal": True}, {"enable_gqa": True, "mask": True}, {"scale": 0.5}],
@@ -252,7 +232,7 @@ def test_aot_autograd_graphs(kw):
     torch.manual_seed(0)
     q, k, v = (t.requires_grad_() for t in qkv(hk=2 if kw.get("enable_gqa") else None))
     masks = (torch.randn(2, 1, 5, 6),) if kw.pop("mask", False) else ()
-    graphs = _aot_graphs(lambda q, k, v, *m: F.scaled_dot_product_attention(q, k, v, *m, **kw), q, k, v, *masks)
+    graphs = aot_graphs(lambda q, k, v, *m: F.scaled_dot_product_attention(q, k, v, *m, **kw), q, k, v, *masks)
     backward, inputs = graphs["backward"]
     assert any(n.target is BWD for n in backward.graph.nodes)
     for gm, inputs in graphs.values():

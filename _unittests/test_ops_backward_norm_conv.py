@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model, op_types
 
 from experimental.torch_interpreter import InferenceSession
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
 
 A = torch.ops.aten
 ALL = [True, True, True]

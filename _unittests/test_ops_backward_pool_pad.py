@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model
 
 from experimental.torch_interpreter import InferenceSession
+from experimental.torch_interpreter.testing.check import Fn, check_model
 
 A = torch.ops.aten
 

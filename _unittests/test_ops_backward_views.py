@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model, op_types, rand
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types, rand
 
 A = torch.ops.aten
 END = 9223372036854775807  # the end PyTorch writes for ``x[a:]``

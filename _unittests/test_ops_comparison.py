@@ -3,7 +3,7 @@ import operator
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types, rand
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types, rand
 
 aten = torch.ops.aten
 OPS = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import Fn, check_model, rand
 
 from experimental.torch_interpreter.errors import ExportCaptureError
+from experimental.torch_interpreter.testing.check import Fn, check_model, rand
 
 X, Y = torch.randn(2, 3), torch.randn(2, 3)
 V, W = torch.randn(3), torch.randn(3)

@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from helpers import Fn, check_dynamic, check_model, op_types
+from experimental.torch_interpreter.testing.check import Fn, check_dynamic, check_model, op_types
 
 torch.manual_seed(0)
 X1, X2, X3 = torch.randn(2, 4, 9), torch.randn(2, 4, 9, 8), torch.randn(2, 4, 5, 6, 7)

@@ -4,7 +4,7 @@ import torch
 import onnx
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
-from helpers import Fn, check_model, op_types
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
 
 
 def _dyn(fn, shape=(3, 4), other=(5, 4)):

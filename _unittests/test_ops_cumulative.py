@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import Fn, check_model, rand
+
+from experimental.torch_interpreter.testing.check import Fn, check_model, rand
 
 
 NAN, INF = float("nan"), float("inf")
@@ -173,7 +174,7 @@ def test_gradient(fn):
 def test_cumulative_extremum_then_matrix_vector(fn):
     """cummax along axis 0 ends in a Transpose; onnxruntime fused it into the MatMul by a 1-D vector
     (FusedMatMul transA=1) and got every element wrong (fuzz seed 9966): the vector is a [k, 1] column."""
-    from helpers import check_dynamic
+    from experimental.torch_interpreter.testing.check import check_dynamic
 
     v = torch.randn(5)
     check_dynamic(Fn(lambda x: fn(x, v)), torch.randn(7, 5))

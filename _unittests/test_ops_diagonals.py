@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import Fn, check_model, rand
+
+from experimental.torch_interpreter.testing.check import Fn, check_model, rand
 
 X = torch.randn(3, 4)
 X3 = torch.randn(2, 3, 4)

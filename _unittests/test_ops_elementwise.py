@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import Fn, check_dynamic, check_model, op_types, rand
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
+from experimental.torch_interpreter.testing.check import Fn, check_dynamic, check_model, op_types, rand
 
 aten = torch.ops.aten
 F16 = dict(atol=1e-2, rtol=1e-2)

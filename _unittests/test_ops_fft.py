@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import Fn, check_model
 
 from experimental.torch_interpreter.errors import UnsupportedOpError
+from experimental.torch_interpreter.testing.check import Fn, check_model
 
 torch.manual_seed(0)
 r = torch.randn

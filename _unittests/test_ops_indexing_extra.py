@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_dynamic, check_model
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.errors import ConversionError
+from experimental.torch_interpreter.testing.check import Fn, check_dynamic, check_model
 
 torch.manual_seed(0)
 WEIGHT = torch.randn(10, 3)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model, rand
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.errors import ConversionError
+from experimental.torch_interpreter.testing.check import Fn, check_model, rand
 
 torch.manual_seed(0)
 r = torch.randn

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import Fn, check_model
 
 from experimental.torch_interpreter.errors import UnsupportedOpError
+from experimental.torch_interpreter.testing.check import Fn, check_model
 
 aten = torch.ops.aten
 NAN = float("nan")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model
+
+from experimental.torch_interpreter.testing.check import Fn, check_model
 
 torch.manual_seed(0)
 X, Y = torch.randn(4, 3), torch.randn(4, 3)

@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from helpers import Fn, check_dynamic, check_model, op_types
+from experimental.torch_interpreter.testing.check import Fn, check_dynamic, check_model, op_types
 
 torch.manual_seed(0)
 X = torch.randn(2, 4, 6, 8) * 2 + 1

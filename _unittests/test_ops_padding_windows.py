@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_dynamic, check_model, rand
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.errors import ConversionError
+from experimental.torch_interpreter.testing.check import Fn, check_dynamic, check_model, rand
 
 X1, X2, X3 = torch.randn(2, 2, 5), torch.randn(2, 2, 4, 5), torch.randn(2, 2, 3, 4, 5)
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model
 
 from experimental.torch_interpreter import InferenceSession, to_onnx
 from experimental.torch_interpreter.errors import UnsupportedOpError
+from experimental.torch_interpreter.testing.check import Fn, check_model
 
 N = 20000  # draws for a law: the standard error of a mean of unit variance is 0.007
 

@@ -3,7 +3,7 @@ import functools
 import pytest
 import torch
 
-from helpers import Fn, check_dynamic, check_model, op_types, rand
+from experimental.torch_interpreter.testing.check import Fn, check_dynamic, check_model, op_types, rand
 
 aten = torch.ops.aten
 F16 = dict(atol=2e-2, rtol=2e-2)

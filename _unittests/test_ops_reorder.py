@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_dynamic, check_model, rand
 
 from experimental.torch_interpreter.errors import ConversionError
+from experimental.torch_interpreter.testing.check import Fn, check_dynamic, check_model, rand
 
 X = torch.randn(2, 3, 4)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_dynamic, check_model, rand
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.errors import ConversionError, UnsupportedOpError
+from experimental.torch_interpreter.testing.check import Fn, check_dynamic, check_model, rand
 
 torch.manual_seed(0)
 X = torch.randn(1, 2, 4, 5)

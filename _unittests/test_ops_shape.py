@@ -3,7 +3,7 @@ import functools
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types, rand
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types, rand
 
 B = torch.export.Dim("batch", min=2)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import Fn, check_model
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.errors import ConversionError
+from experimental.torch_interpreter.testing.check import Fn, check_model
 
 NAN = float("nan")
 X = torch.tensor([[3.0, -1.0, 2.0, 2.0, 0.5], [0.0, 4.0, -2.0, 1.0, 1.0]])  # ties

@@ -10,11 +10,11 @@ import onnx
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
 from experimental.torch_interpreter import InferenceSession, to_onnx
 from experimental.torch_interpreter.convert import translate
-from experimental.torch_interpreter.translation.registry import default_registry
 from experimental.torch_interpreter.optimize import check_level, optimize_model
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
+from experimental.torch_interpreter.translation.registry import default_registry
 
 transformers = pytest.importorskip("transformers")
 
@@ -280,7 +280,7 @@ def test_unknown_level():
 @pytest.mark.parametrize("name", ["llama", "gpt2"])
 def test_onnxruntime_level_with_cache(name):
     """A decoder with its cache as inputs and outputs: fused, same outputs as eager, names kept."""
-    import llm_cache_models as models
+    from experimental.torch_interpreter.testing import llm_models as models
 
     from experimental.torch_interpreter import bypass_export_some_errors
 

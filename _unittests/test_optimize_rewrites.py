@@ -15,7 +15,6 @@ import pytest
 import torch
 from onnxscript.rewriter import ort_fusions, pattern
 
-from helpers import Fn, check_model, op_types
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.optimize import pipeline
 from experimental.torch_interpreter.optimize.onnxscript_adapter import (
@@ -25,6 +24,7 @@ from experimental.torch_interpreter.optimize.onnxscript_adapter import (
     ort_fusions_without_attention,
 )
 from experimental.torch_interpreter.optimize.rewrite import STAGES, Rewrite, rules
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
 
 MASK_DIMS = {0: "batch", 1: "seq"}
 

@@ -14,12 +14,12 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
-from helpers import Fn
 from test_cuda_edge_values import _float_outputs, imitate_cuda
 
 from experimental.torch_interpreter import InferenceSession, ProviderError, ProviderWarning, to_onnx
 from experimental.torch_interpreter.metadata import PROVIDERS, read
 from experimental.torch_interpreter.providers import QUIRKS, check_providers, needs_guard
+from experimental.torch_interpreter.testing.check import Fn
 
 INF = math.inf
 

@@ -7,39 +7,16 @@ import onnx
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types
 from experimental.torch_interpreter import ExportCaptureError, InferenceSession, to_onnx
 from experimental.torch_interpreter.python_op.attributes import constant_kind, decode_constants
 from experimental.torch_interpreter.python_op.capture import capture_autograd_functions
 from experimental.torch_interpreter.python_op.table import func_name
 from experimental.torch_interpreter.runtime.python_op_nodes import has_python_ops
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
+from experimental.torch_interpreter.testing.models import IssueModel, ScalarAndTupleFunction
 
 
 # -- Functions ---------------------------------------------------------------------------------------------------
-class ScalarAndTupleFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, input, alpha, beta, gamma):
-        ctx.save_for_backward(input)
-        ctx.alpha, ctx.beta, ctx.gamma = alpha, beta, gamma
-        return alpha * beta[0] * beta[1] * gamma * input.clamp(min=0)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (input,) = ctx.saved_tensors
-        grad_input = grad_output.clone()
-        grad_input[input < 0] = 0
-        return ctx.alpha * ctx.beta[0] * ctx.beta[1] * ctx.gamma * grad_input, None, None, None
-
-
-class IssueModel(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(4, 4)
-
-    def forward(self, x):
-        return ScalarAndTupleFunction.apply(self.lin(x), 2.0, (2, 3), 0.5)
-
-
 class TwoInTwoOut(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -126,7 +103,8 @@ def test_issue_example(strict):
     assert node.domain == "com.microsoft"
     assert {o.domain: o.version for o in onx.opset_import}["com.microsoft"] == 1
     attrs = _attrs(node)
-    assert attrs["func_name"] == func_name(ScalarAndTupleFunction) == f"{__name__}.ScalarAndTupleFunction"
+    expected = f"{ScalarAndTupleFunction.__module__}.ScalarAndTupleFunction"
+    assert attrs["func_name"] == func_name(ScalarAndTupleFunction) == expected
     assert attrs["input_convention"] == "dccc"
     assert attrs["input_float_scalars"] == [2.0, 0.5]
     assert attrs["input_float_scalar_positions"] == [1, 3]

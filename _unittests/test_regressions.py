@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import Fn, check_model, op_types
+
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
 
 
 def test_logcumsumexp_running_maximum():
@@ -223,7 +224,7 @@ def test_attention_on_scaled_key_survives_onnxruntime_optimizer(fn):
     torch.testing.assert_close(torch.from_numpy(got), fn(q, x), atol=1e-5, rtol=1e-4)
 
 
-# -- found by the program fuzzer (_unittests/fuzz_programs.py, issue 15)
+# -- found by the program fuzzer (experimental/torch_interpreter/testing/random_programs.py, issue 15)
 
 
 @pytest.mark.parametrize("value", [-1, 2.5, True])
@@ -526,7 +527,7 @@ def test_complex_fft(fn):
 )
 def test_complex_fft_over_dynamic_axes(fn):
     """FNet: the DFT matrices of a dynamic axis are computed in the graph (it was a ConversionError)."""
-    from helpers import check_dynamic
+    from experimental.torch_interpreter.testing.check import check_dynamic
 
     check_dynamic(lambda x: torch.view_as_real(fn(x)), torch.randn(3, 4, 5), dynamic=(0, 1), atol=1e-4)
 
@@ -662,7 +663,7 @@ def test_max_pool_of_minus_infinity(fn):
 def test_group_norm_of_no_channel_with_a_dynamic_batch():
     """``group_norm`` of a ``[N, 0]`` tensor (a ``tensor_split`` piece) with N dynamic: onnxruntime refused
     the model (a Reshape to ``[0, 1, -1]``: fuzz seed 5275)."""
-    from helpers import check_dynamic
+    from experimental.torch_interpreter.testing.check import check_dynamic
 
     check_dynamic(lambda x: F.group_norm(torch.tensor_split(x, 2, 1)[1], 1), torch.randn(7, 1))
     check_dynamic(lambda x: F.group_norm(x, 2), torch.randn(3, 4, 5), dynamic=(0, 2))
@@ -676,7 +677,7 @@ def test_group_norm_of_no_channel_with_a_dynamic_batch():
 def test_reshape_of_an_empty_tensor_with_a_dynamic_batch(fn):
     """onnxscript's optimizer made the shape ``[-1, 0, 1]`` (its MaterializeReshapeShape rule): onnxruntime
     refused the model, -1 cannot be inferred next to a 0; the optimized model takes the batch size back."""
-    from helpers import check_dynamic
+    from experimental.torch_interpreter.testing.check import check_dynamic
 
     check_dynamic(fn, torch.randn(4, 3))
 
@@ -702,7 +703,7 @@ def test_interpolate_of_infinities(fn):
     """``F.interpolate(x, size=(8,), mode='linear')`` of a tensor with -inf gave NaN where eager gives -inf
     (fuzz seed 6782): onnxruntime's Resize computes ``x0 + w * (x1 - x0)`` where PyTorch computes
     ``w0 * x0 + w1 * x1``, also NaN for an infinity on a tap of weight 0 (a kept size, a clamped border)."""
-    from helpers import check_dynamic
+    from experimental.torch_interpreter.testing.check import check_dynamic
 
     inf, nan = float("inf"), float("nan")
     x = torch.tensor([[1.0, -inf, -inf, 2.0, inf, inf, 3.0], [nan, 4.0, -inf, inf, 5.0, -inf, 6.0]]).repeat(3, 1, 1)

@@ -5,10 +5,10 @@ import contextlib
 import pytest
 import torch
 
-from helpers import Fn, check_model, op_types, rand
 from experimental.torch_interpreter import to_onnx
-from experimental.torch_interpreter.errors import ConversionError
 from experimental.torch_interpreter.capture.kernels import shape_only_rnn_kernels
+from experimental.torch_interpreter.errors import ConversionError
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types, rand
 
 # nn.RNNBase re-assigns its _flat_weights while torch.export traces it
 pytestmark = pytest.mark.filterwarnings("ignore:The tensor attributes:UserWarning")

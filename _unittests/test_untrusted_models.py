@@ -23,7 +23,6 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from helpers import Fn
 from experimental.torch_interpreter import (
     InferenceSession,
     MalformedModelError,
@@ -33,12 +32,13 @@ from experimental.torch_interpreter import (
     UntrustedCodeError,
     to_onnx,
 )
+from experimental.torch_interpreter.metadata import CONSTANT_INPUTS, SHAPE_GUARDS
+from experimental.torch_interpreter.provenance import TORCH_NAMESPACES, is_torch_namespace
 from experimental.torch_interpreter.python_op.table import register_function
 from experimental.torch_interpreter.runtime import python_op_session
 from experimental.torch_interpreter.runtime.guards import SizeChecks, evaluate
-from experimental.torch_interpreter.metadata import CONSTANT_INPUTS, SHAPE_GUARDS
-from experimental.torch_interpreter.provenance import TORCH_NAMESPACES, is_torch_namespace
 from experimental.torch_interpreter.runtime.trust import TrustPolicy
+from experimental.torch_interpreter.testing.check import Fn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -13,9 +13,8 @@ padded batch (batch 2, sequence 8, ``attention_mask[0, :4] = 0``: the padded row
 ResNet (``cnn``); ``torch.cond`` (``cond``), ``scan`` (``scan``) and ``while_loop`` (``while_loop``) models; a
 custom ``torch.autograd.Function`` exported as a PythonOp node (``python_op``); a Llama with its cache
 (``llama_cache``): a prefill from an empty cache on the padded batch, then one decode step fed with the cache
-the ONNX prefill returned (eager PyTorch decodes from its own cache). The models come from ``_unittests/``
-(``llm_cache_models.py``, ``test_models_cnn.py``, ``test_control_flow.py``, ``test_python_op.py``) and BERT from
-``benchmarks/graph_snapshot.py``; the test modules import pytest, so the families taken from them need it.
+the ONNX prefill returned (eager PyTorch decodes from its own cache). The models come from the package's
+``testing/`` (``llm_models.py``, ``models.py``) and BERT from ``benchmarks/graph_snapshot.py``.
 
 For each case the table also gives what onnxruntime placed on the CPU (``session.record_ep_graph_assignment_info``
 and ``InferenceSession.get_provider_graph_assignment_info()``: the nodes assigned at partitioning, before the
@@ -73,7 +72,6 @@ import onnxruntime as ort
 from torch.utils._pytree import tree_leaves, tree_map_only
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "_unittests"))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 from experimental.torch_interpreter import InferenceSession, bypass_export_some_errors, to_onnx  # noqa: E402
@@ -162,7 +160,7 @@ TEXT_AXES = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch",
 
 
 def build_decoder(name: str, device: str, dtype: torch.dtype) -> Case:
-    from llm_cache_models import decoder_model
+    from experimental.torch_interpreter.testing.llm_models import decoder_model
 
     model = decoder_model(name)
     model.config.use_cache = False
@@ -176,7 +174,7 @@ def build_bert(device: str, dtype: torch.dtype) -> Case:
 
 
 def build_t5(device: str, dtype: torch.dtype) -> Case:
-    from llm_cache_models import t5_model
+    from experimental.torch_interpreter.testing.llm_models import t5_model
 
     model = t5_model()
     model.config.use_cache = False
@@ -187,14 +185,14 @@ def build_t5(device: str, dtype: torch.dtype) -> Case:
 
 
 def build_cnn(device: str, dtype: torch.dtype) -> Case:
-    from test_models_cnn import DYNAMIC, TinyResNet, _images, _randomize_batchnorm
+    from experimental.torch_interpreter.testing.models import IMAGE_AXES, TinyResNet, images, randomize_batchnorm
 
-    model = _randomize_batchnorm(TinyResNet()).to(device, dtype)
-    return one_step(model, moved((_images(2, 3, 32, 32),), device, dtype), {}, DYNAMIC)
+    model = randomize_batchnorm(TinyResNet()).to(device, dtype)
+    return one_step(model, moved((images(2, 3, 32, 32),), device, dtype), {}, IMAGE_AXES)
 
 
 def build_cond(device: str, dtype: torch.dtype) -> Case:
-    from test_control_flow import CondModel
+    from experimental.torch_interpreter.testing.models import CondModel
 
     gen = torch.Generator().manual_seed(0)
     args = (torch.randn(3, 4, generator=gen), torch.randn(3, 4, generator=gen))
@@ -202,14 +200,14 @@ def build_cond(device: str, dtype: torch.dtype) -> Case:
 
 
 def build_scan(device: str, dtype: torch.dtype) -> Case:
-    from test_control_flow import Fn1, _cumsum
+    from experimental.torch_interpreter.testing.models import Fn1, scan_cumsum
 
     args = (torch.randn(5, 3, generator=torch.Generator().manual_seed(0)),)
-    return one_step(Fn1(_cumsum), moved(args, device, dtype), {}, ({0: "seq", 1: "d"},))
+    return one_step(Fn1(scan_cumsum), moved(args, device, dtype), {}, ({0: "seq", 1: "d"},))
 
 
 def build_while_loop(device: str, dtype: torch.dtype) -> Case:
-    from test_control_flow import CountDown
+    from experimental.torch_interpreter.testing.models import CountDown
     from torch._higher_order_ops.while_loop import while_loop
 
     class CountDownOnDevice(CountDown):
@@ -230,7 +228,7 @@ def build_while_loop(device: str, dtype: torch.dtype) -> Case:
 
 
 def build_python_op(device: str, dtype: torch.dtype) -> Case:
-    from test_python_op import IssueModel
+    from experimental.torch_interpreter.testing.models import IssueModel
 
     torch.manual_seed(0)
     args = (torch.randn(3, 4, generator=torch.Generator().manual_seed(0)),)
@@ -240,7 +238,7 @@ def build_python_op(device: str, dtype: torch.dtype) -> Case:
 def build_llama_cache(device: str, dtype: torch.dtype) -> Case:
     """Exported with a cache of 5 tokens; run as a prefill of the padded batch from an empty cache, then one
     decode step: eager PyTorch from the cache its prefill filled, the ONNX model from the prefill's ``present.*``."""
-    from llm_cache_models import decoder_dynamic_shapes, decoder_inputs, decoder_model
+    from experimental.torch_interpreter.testing.llm_models import decoder_dynamic_shapes, decoder_inputs, decoder_model
 
     model = decoder_model("llama").to(device, dtype)
     export_kwargs = moved(decoder_inputs(model, 2, 3, 5), device, dtype)

@@ -22,7 +22,6 @@ import onnx
 import onnx.printer
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "_unittests"))
 
 
 def _llama(use_cache: bool):
@@ -53,7 +52,7 @@ def _padded(batch: int, seq: int) -> dict:
 
 def cases():
     """``(name, model, args, kwargs, dynamic_shapes)`` of the snapshot."""
-    from llm_cache_models import decoder_dynamic_shapes, decoder_inputs, decoder_model
+    from experimental.torch_interpreter.testing.llm_models import decoder_dynamic_shapes, decoder_inputs, decoder_model
 
     dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
     yield "llama", _llama(False), (), _padded(2, 8), dyn

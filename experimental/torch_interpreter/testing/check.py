@@ -11,7 +11,8 @@ import onnx
 import torch
 from torch.utils._pytree import tree_leaves
 
-from experimental.torch_interpreter import InferenceSession, to_onnx
+from ..convert import to_onnx
+from ..runtime import InferenceSession
 
 
 def _feeds(onx: onnx.ModelProto, args: tuple, kwargs: dict | None) -> dict[str, Any]:
@@ -147,7 +148,7 @@ def check_dynamic(
 def bfloat16_nodes_without_cuda_kernel(onx: onnx.ModelProto) -> set[tuple[str, str]]:
     """The (domain, op type) of the nodes of ``onx`` reading or writing bfloat16 that onnxruntime's CUDA provider
     computes in no bfloat16 kernel: such a node would run on the CPU's, which has none either."""
-    from experimental.torch_interpreter.ort_kernels import (
+    from ..ort_kernels import (
         CUDA_ANY_TYPE_MOVES,
         CUDA_BFLOAT16,
         CUDA_BFLOAT16_FUSED,

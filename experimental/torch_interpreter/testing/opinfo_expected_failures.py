@@ -18,6 +18,8 @@ are mostly the same in every dtype), then ``name``: :func:`reason_for`.
 
 from __future__ import annotations
 
+from . import opinfo_sweep as sweep
+
 #: random or uninitialized outputs: compared on shapes and dtypes only
 VALUES_NOT_COMPARED = {
     # random
@@ -233,3 +235,28 @@ def reason_for(key: str, dtype: str) -> str | None:
         if k in EXPECTED_FAILURES:
             return EXPECTED_FAILURES[k]
     return EXPECTED_FAILURES.get(key)
+
+
+#: reason prefix -> the category of the outcome it expects
+_PREFIXES = {
+    "no converter:": sweep.NO_CONVERTER,
+    "conversion:": sweep.CONVERSION,
+    "invalid onnx:": sweep.ONNX_INVALID,
+    "runtime:": sweep.RUNTIME,
+    "mismatch:": sweep.MISMATCH,
+    "by design:": sweep.MISMATCH,
+    "export:": sweep.EXPORT,
+    "not compared:": sweep.NOT_COMPARED,
+}
+
+
+def expected_category(reason: str) -> str:
+    """The category of the outcome a reason announces, from its prefix.
+
+    >>> expected_category("by design: ONNX rounds half to even") == sweep.MISMATCH
+    True
+    """
+    for prefix, category in _PREFIXES.items():
+        if reason.startswith(prefix):
+            return category
+    raise ValueError(f"reason {reason!r} does not start with one of {list(_PREFIXES)}")

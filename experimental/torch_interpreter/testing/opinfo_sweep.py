@@ -24,9 +24,9 @@ import torch
 from onnx.reference import ReferenceEvaluator
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from experimental.torch_interpreter import InferenceSession, to_onnx
-from experimental.torch_interpreter.errors import UnsupportedOpError
-from experimental.torch_interpreter.runtime import to_numpy
+from ..convert import to_onnx
+from ..errors import UnsupportedOpError
+from ..runtime import InferenceSession, to_numpy
 
 logger = logging.getLogger(__name__)
 

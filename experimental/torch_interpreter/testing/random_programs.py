@@ -35,8 +35,9 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_leaves
 
-from experimental.torch_interpreter import InferenceSession, to_onnx
-from experimental.torch_interpreter.errors import (
+from ..convert import to_onnx
+from ..runtime import InferenceSession
+from ..errors import (
     ConversionError,
     ExportCaptureError,
     RuntimeFeedError,

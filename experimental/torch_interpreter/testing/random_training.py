@@ -1,4 +1,4 @@
-"""The random programs of ``fuzz_programs.py`` trained through the ``torch.compile`` backend: the outputs, a loss and
+"""The random programs of ``testing/random_programs.py`` trained through the ``torch.compile`` backend: the outputs, a loss and
 the gradient of every floating input compared with eager PyTorch.
 
 Each floating input becomes a leaf that requires grad; the program receives a copy of it (programs may write into
@@ -10,7 +10,7 @@ roundings differ), a difference at an op that chose among tied values ``ties``, 
 A program with dynamic axes is compiled with ``dynamic=True`` (symbolic sizes in the graphs). ``compile_error``:
 ``torch.compile`` fails with its own ``"eager"`` backend too (dynamo's bug, not the project's).
 
->>> from fuzz_programs import RandomChooser, generate
+>>> from experimental.torch_interpreter.testing.random_programs import RandomChooser, generate
 >>> run_training_program(generate(RandomChooser(3))).kind in TRAINING_OUTCOMES
 True
 """
@@ -23,12 +23,12 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from fuzz_programs import FLOATS, Outcome, Program, closer_than_eager, compare, least_precise
 from torch.utils._pytree import tree_leaves
 
-from experimental.torch_interpreter.errors import EagerFallbackWarning
-from experimental.torch_interpreter.runtime.ort_values import to_numpy
-from experimental.torch_interpreter.training import OrtBackend
+from ..errors import EagerFallbackWarning
+from ..runtime.ort_values import to_numpy
+from ..training import OrtBackend
+from .random_programs import FLOATS, Outcome, Program, closer_than_eager, compare, least_precise
 
 TRAINING_OUTCOMES = (
     "match", "precision", "ties", "fallback", "no_gradient", "eager_error", "compile_error", "mismatch",
