@@ -337,6 +337,35 @@ def test_shared_layer_imports_no_family():
         assert not bad, f"ops/_common/{path.name} imports {bad}"
 
 
+def _families_of(name: str, families: set[str]) -> list[str] | None:
+    """``name`` cut into family names (``convolution_pooling`` -> convolution, pooling), None if it cannot be."""
+    if not name:
+        return []
+    for family in sorted(families, key=len, reverse=True):
+        if name == family or name.startswith(family + "_"):
+            rest = _families_of(name[len(family) + 1:], families)
+            if rest is not None:
+                return [family, *rest]
+    return None
+
+
+def test_converter_test_files_are_named_after_their_families():
+    """``_unittests/test_ops_<families>.py``: one family of ``ops/`` or several joined by ``_``; a file of
+    gradients ends with ``_backward`` and tests ``<family>_backward.py`` of each family it names."""
+    families = {p.stem for p in FAMILIES}
+    bad = []
+    for path in sorted((ROOT / "_unittests").glob("test_ops_*.py")):
+        name = path.stem[len("test_ops_"):]
+        if name.endswith("_backward"):  # the families with a gradients module
+            found = _families_of(name.removesuffix("_backward"),
+                                 {f.removesuffix("_backward") for f in families if f.endswith("_backward")})
+        else:
+            found = _families_of(name, families)
+        if not found:
+            bad.append(path.name)
+    assert not bad, f"test files not named after families of ops/: {bad}"
+
+
 def test_no_private_torch_op_names_in_converters():
     for path in [*FAMILIES, *(OPS / "_common").glob("*.py")]:
         assert "_opname" not in path.read_text(), f"{path.name} reads torch's private _opname: use ctx.key / ctx.op_name"

@@ -1,4 +1,4 @@
-"""Joining and splitting along an axis (ops/concat_split.py). test_ops_shape.py covers cat, stack, split,
+"""Joining and splitting along an axis (ops/concat_split.py). test_ops_views.py covers cat, stack, split,
 chunk and tensor_split with integer sections, static and dynamic; this file the other ops and overloads."""
 
 from __future__ import annotations

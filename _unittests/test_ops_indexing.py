@@ -2,7 +2,10 @@ import functools
 
 import pytest
 import torch
+import torch.nn.functional as F
 
+from experimental.torch_interpreter import to_onnx
+from experimental.torch_interpreter.errors import ConversionError
 from experimental.torch_interpreter.testing.check import Fn, check_model, op_types, rand
 
 DYN = torch.export.Dim.DYNAMIC
@@ -17,7 +20,7 @@ def _i(high, *shape, dtype=torch.int64):
     return rand(*shape, dtype=dtype, low=0, high=high - 1)
 
 
-# -- where, masked_fill ---------------------------------------------------------------------------------------
+# -- where, masked_fill ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int16, torch.bool])
 def test_where_masked_fill_dtypes(dtype):
     x, y, m = _x(3, 4, dtype=dtype), _x(3, 4, dtype=dtype), _x(3, 4, dtype=torch.bool)
@@ -37,7 +40,7 @@ def test_where_promotes_and_scalars():
     check_model(Fn(lambda m: torch.where(m, 1.0, 0.0)), (m,))
 
 
-# -- gather family --------------------------------------------------------------------------------------------
+# -- gather family ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
 def test_gathers(dtype):
     x = _x(4, 5, dtype=dtype)
@@ -68,7 +71,7 @@ def test_gather_dynamic():
     )
 
 
-# -- advanced indexing ----------------------------------------------------------------------------------------
+# -- advanced indexing -----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "fn",
     [
@@ -139,7 +142,7 @@ def test_index_dynamic():
     )
 
 
-# -- index_put ------------------------------------------------------------------------------------------------
+# -- index_put -------------------------------------------------------------------------------------------------------
 def _put(idx_fn, accumulate=False):
     def fn(x, v):
         return torch.ops.aten.index_put(x, idx_fn(x), v, accumulate)
@@ -193,7 +196,7 @@ def test_index_put_dynamic():
     )
 
 
-# -- scatter family -------------------------------------------------------------------------------------------
+# -- scatter family --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64])
 def test_scatter(dtype):
     x = _x(3, 5, dtype=dtype)
@@ -236,3 +239,58 @@ def test_masked_scatter_select():
     check_model(Fn(lambda x, m, s: x.masked_scatter(m, s)), (x, m[0], _x(3, 5)))
     check_model(Fn(lambda x, m: x.masked_select(m)), (x, m))
     check_model(Fn(lambda x, m: x.masked_select(m)), (x, m[1]))
+
+
+# -- embedding_bag ---------------------------------------------------------------------------------------------------
+
+#: the embedding_bag cases (ops/indexing.py)
+_G = torch.Generator().manual_seed(0)
+WEIGHT = torch.randn(10, 3, generator=_G)
+INDICES = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+OFFSETS = torch.tensor([0, 4])
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize(
+    "kwargs, indices, offsets",
+    [
+        ({}, INDICES, OFFSETS),
+        ({}, INDICES.reshape(2, 4), None),  # 2-D: one bag a row
+        ({}, INDICES, torch.tensor([0, 0, 3, 8])),  # empty bags: zeros
+        ({"include_last_offset": True}, INDICES, torch.tensor([0, 3, 8])),
+        ({"padding_idx": 2}, INDICES, OFFSETS),  # index 2 left out of the bags
+        ({}, INDICES.int(), OFFSETS.int()),
+    ],
+    ids=["offsets", "2d", "empty_bags", "include_last_offset", "padding_idx", "int32"],
+)
+def test_embedding_bag(mode, kwargs, indices, offsets):
+    if offsets is None:
+        check_model(Fn(lambda i, w: F.embedding_bag(i, w, mode=mode, **kwargs)), (indices, WEIGHT))
+    else:
+        check_model(Fn(lambda i, o, w: F.embedding_bag(i, w, o, mode=mode, **kwargs)), (indices, offsets, WEIGHT))
+
+
+def test_embedding_bag_weights_module_and_float16():
+    fn = lambda i, o, w, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p)  # noqa: E731
+    check_model(Fn(fn), (INDICES, OFFSETS, WEIGHT, torch.rand(8)))
+    check_model(torch.nn.EmbeddingBag(10, 3, mode="mean"), (INDICES.reshape(2, 4),))
+    check_model(Fn(lambda i, o, w: F.embedding_bag(i, w, o, mode="mean")), (INDICES, OFFSETS, WEIGHT.half()), atol=1e-2)
+
+
+def test_embedding_bag_dynamic_indices():
+    """The number of indices changes, the number of bags (the size of offsets) is fixed."""
+    check_model(
+        Fn(lambda i, o, w: F.embedding_bag(i, w, o, mode="mean")),
+        (INDICES, OFFSETS, WEIGHT),
+        dynamic_shapes=({0: "n"}, None, None),
+        more_inputs=[((torch.tensor([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9]), torch.tensor([0, 6]), WEIGHT), None)],
+    )
+
+
+def test_embedding_bag_dynamic_bags_is_reported():
+    with pytest.raises(ConversionError, match="dynamic number of bags"):
+        to_onnx(
+            Fn(lambda i, o, w: F.embedding_bag(i, w, o)),
+            (INDICES, OFFSETS, WEIGHT),
+            dynamic_shapes=(None, {0: "bags"}, None),
+        )

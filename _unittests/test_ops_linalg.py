@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.errors import ConversionError
-from experimental.torch_interpreter.testing.check import Fn, check_model, rand
+from experimental.torch_interpreter.testing.check import Fn, check_model, op_types, rand
 
 torch.manual_seed(0)
 r = torch.randn
@@ -271,4 +271,14 @@ def test_solve_triangular_gradient():
     got = torch.autograd.grad(fn(*leaves).square().sum(), leaves)
     for g, e in zip(got, expected):
         torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
-    assert [g["runs_in"] for g in backend.graphs] == ["onnxruntime", "onnxruntime"]
+    assert [g.runs_in for g in backend.graphs] == ["onnxruntime", "onnxruntime"]
+
+
+def test_linear_dynamic_batch():
+    """Two linear layers (a dropout between them, eval mode): two Gemm nodes, the batch axis named in and out."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.2), torch.nn.Linear(8, 3))
+    onx = check_model(model, (torch.randn(3, 4),), dynamic_shapes=({0: "batch"},),
+                      more_inputs=[((torch.randn(7, 4),), None)])
+    assert op_types(onx) == ["Gemm", "Gemm"]
+    assert onx.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert onx.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"

@@ -1,4 +1,4 @@
-"""Resampling (ops/sampling.py): interpolate and grid_sample. test_ops_conv_pool.py covers the upsample
+"""Resampling (ops/sampling.py): interpolate and grid_sample. test_ops_convolution_pooling.py covers the upsample
 overloads (scales, sizes, align_corners, antialias, dynamic spatial axes); this file the rest."""
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ def _compare(model, batches, loss_fn, backend, rtol=1e-4, atol=1e-4):
         torch.testing.assert_close(p, e, rtol=rtol, atol=atol, msg=f"parameter {name} after {len(batches)} steps")
     for (name, b), (_, e) in zip(trained.named_buffers(), eager_model.named_buffers()):
         torch.testing.assert_close(b, e, rtol=rtol, atol=atol, msg=f"buffer {name} after {len(batches)} steps")
-    assert all(g["runs_in"] == "onnxruntime" for g in backend.graphs), backend.graphs
-    kinds = [g["kind"] for g in backend.graphs]
+    assert all(g.runs_in == "onnxruntime" for g in backend.graphs), backend.graphs
+    kinds = [g.kind for g in backend.graphs]
     # one forward and one backward graph per compilation (BERT recompiles once: its first call sets
     # config.problem_type, which the first graph's guards read)
     assert kinds.count("forward") == kinds.count("backward") == backend.compilations >= 1, kinds
@@ -163,8 +163,8 @@ def test_custom_function_pythonop_pair():
     # the eager copy ran forward and backward once per step too: the compiled one exactly once more per step
     assert ScaledCube.forward_calls == 2 * STEPS
     assert ScaledCube.backward_calls == 2 * STEPS
-    forward = next(g["graph"].model for g in backend.graphs if g["kind"] == "forward")
-    backward = next(g["graph"].model for g in backend.graphs if g["kind"] == "backward")
+    forward = next(g.graph.model for g in backend.graphs if g.kind == "forward")
+    backward = next(g.graph.model for g in backend.graphs if g.kind == "backward")
     assert [n.op_type for n in forward.graph.node].count("PythonOp") == 1
     assert [n.op_type for n in backward.graph.node].count("PythonOpGrad") == 1
     node = next(n for n in backward.graph.node if n.op_type == "PythonOpGrad")
@@ -229,7 +229,7 @@ def test_fallback_to_eager_names_the_op():
     torch.testing.assert_close(got, expected)
     messages = [str(w.message) for w in caught if issubclass(w.category, EagerFallbackWarning)]
     assert messages and "matrix_exp" in messages[0] and "test_training.py" in messages[0], messages
-    assert backend.graphs[0]["runs_in"] == "eager"
+    assert backend.graphs[0].runs_in == "eager"
     got.backward()
 
     torch._dynamo.reset()
@@ -282,12 +282,12 @@ def test_fallback_names_the_op_with_side_effects_not_its_wrapper():
     assert "aten2onnx_test_training::log_tensor.default" in messages[0], messages
     assert "side effects" in messages[0] and "torch.compiler.disable" in messages[0], messages
     assert "Register a converter" not in messages[0], messages
-    assert [g["runs_in"] for g in backend.graphs] == ["eager", "onnxruntime"], backend.graphs
+    assert [g.runs_in for g in backend.graphs] == ["eager", "onnxruntime"], backend.graphs
 
     torch._dynamo.reset()
     backend = _backend()
     torch.compile(_Logging(True), backend=backend)(torch.randn(3, 4)).sum().backward()
-    assert {g["runs_in"] for g in backend.graphs} == {"onnxruntime"}, backend.graphs
+    assert {g.runs_in for g in backend.graphs} == {"onnxruntime"}, backend.graphs
 
 
 def test_verify_finds_a_wrong_converter():
@@ -321,8 +321,8 @@ def test_verify_names_the_first_wrong_node_of_the_backward_graph():
     torch.manual_seed(0)
     backend = OrtBackend(BackendOptions(providers="cpu", verify=True, registry=registry))
     out = torch.compile(_GeluMlp(), backend=backend)(torch.randn(5, 3))  # the forward graph passes
-    forward = next(g for g in backend.graphs if g["kind"] == "forward")
-    assert forward["runs_in"] == "onnxruntime" and forward["graph"].calls == 1
+    forward = next(g for g in backend.graphs if g.kind == "forward")
+    assert forward.runs_in == "onnxruntime" and forward.graph.calls == 1
     with pytest.raises(VerificationError) as caught:
         out.sum().backward()
     message = str(caught.value)
@@ -380,7 +380,7 @@ def test_evaluation_under_no_grad_keeps_no_context():
     x = torch.randn(4, 6)
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x))
-    assert [(g["kind"], g["runs_in"]) for g in backend.graphs] == [("inference", "onnxruntime")]
+    assert [(g.kind, g.runs_in) for g in backend.graphs] == [("inference", "onnxruntime")]
     assert contexts.live() == 0
     y = compiled(x)
     assert contexts.live() == 1  # the forward's context waits for its backward
@@ -412,7 +412,7 @@ def test_graphs_without_nodes_run_without_fallback(caplog):
     leaf = x.clone().requires_grad_()
     (got,) = torch.autograd.grad((torch.compile(_PassThroughGradient(), backend=backend)(leaf) ** 2).sum(), leaf)
     torch.testing.assert_close(got, expected)
-    assert [g["runs_in"] for g in backend.graphs] == ["onnxruntime", "onnxruntime"], backend.graphs
+    assert [g.runs_in for g in backend.graphs] == ["onnxruntime", "onnxruntime"], backend.graphs
     torch._dynamo.reset()
     backend = _backend()
     compiled = torch.compile(_ConstantOutput(), backend=backend)
@@ -420,7 +420,7 @@ def test_graphs_without_nodes_run_without_fallback(caplog):
         first = compiled(x)
     first.add_(1)  # each call gets its own tensor
     torch.testing.assert_close(compiled(x), _ConstantOutput()(x))
-    assert [g["runs_in"] for g in backend.graphs] == ["onnxruntime"], backend.graphs
+    assert [g.runs_in for g in backend.graphs] == ["onnxruntime"], backend.graphs
     # onnx-ir's deduplication warns about a constant output: nothing the user can act on, not shown
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.records
 
@@ -470,7 +470,7 @@ def test_outputs_viewing_inputs_have_eager_strides(dynamic):
     sum((o * (i + 1)).sum() for i, o in enumerate(got)).backward()
     sum((o * (i + 1)).sum() for i, o in enumerate(expected)).backward()
     torch.testing.assert_close(leaf.grad, expected_leaf.grad)
-    assert all(g["runs_in"] == "onnxruntime" for g in backend.graphs), backend.graphs
+    assert all(g.runs_in == "onnxruntime" for g in backend.graphs), backend.graphs
 
 
 class _GradOfOneInput(torch.autograd.Function):
@@ -513,4 +513,4 @@ def test_function_returning_none_gradient_and_constant_output():
     torch.testing.assert_close(constant, expected_constant)
     for (name, p), (_, e) in zip(compiled.named_parameters(), expected_model.named_parameters()):
         torch.testing.assert_close(p.grad, e.grad, msg=name)
-    assert [g["runs_in"] for g in backend.graphs] == ["onnxruntime", "onnxruntime"], backend.graphs
+    assert [g.runs_in for g in backend.graphs] == ["onnxruntime", "onnxruntime"], backend.graphs

@@ -40,7 +40,7 @@ def _run(model: torch.nn.Module, x: torch.Tensor, grad: torch.Tensor, mode: str)
         y = run(x)
         y.backward(grad)
     if mode == "backend":
-        assert [g["runs_in"] for g in backend.graphs] == ["onnxruntime"] * 2, backend.graphs
+        assert [g.runs_in for g in backend.graphs] == ["onnxruntime"] * 2, backend.graphs
     out = {"output": y.detach().double(), "grad input": x.grad.double()}
     out.update({f"grad {n}": p.grad.double() for n, p in model.named_parameters()})
     torch._dynamo.reset()

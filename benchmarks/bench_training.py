@@ -146,7 +146,7 @@ def worker(name: str, size: str, mode: str, device: str, steps: int, warmup: int
     else:
         result["peak_mb"] = _peak_mb() - base
     if backend is not None:
-        result["graphs"] = [(g["kind"], g["runs_in"], g.get("onnx_nodes")) for g in backend.graphs]
+        result["graphs"] = [(g.kind, g.runs_in, g.onnx_nodes) for g in backend.graphs]
     return result
 
 

@@ -164,7 +164,7 @@ def worker(task: str, model_type: str, class_name: str, mode: str, out_path: str
         "step_s": statistics.median(times[1:]) if len(times) > 1 else times[0],
         "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024,
         "fallbacks": fallbacks,
-        "ours_s": sum(g.get("translate_s", 0.0) + g.get("session_s", 0.0) for g in graphs),
+        "ours_s": sum(g.translate_s + g.session_s for g in graphs),
         "graphs": len(graphs),
     }
 

@@ -27,7 +27,11 @@ POSITIONS = {
     "runtime": (3.6, 1.3),
     "patches": (0.0, 0.45),
     "contract": (2.4, 0.45),
+    "checkpoint": (1.2, 0.45),
+    "testing": (3.6, 3.0),
 }
+#: layers that may import every other one: their imports are said in a caption, not drawn
+IMPORT_ALL = ("front", "testing")
 #: the base layer, a bar under the others (every layer imports it: its counts are written in it)
 BASE_Y = -0.35
 
@@ -63,27 +67,35 @@ def draw(layout, path: str) -> None:
     def box(x, y, w, label, sub, color):
         ax.add_patch(FancyBboxPatch((x - w / 2, y - height / 2), w, height, boxstyle="round,pad=0.02",
                                     facecolor=color, edgecolor="#345"))
-        ax.text(x, y + 0.07, label, ha="center", va="center", fontsize=12, weight="bold")
-        ax.text(x, y - 0.11, sub, ha="center", va="center", fontsize=8.5, color="#444")
+        ax.text(x, y + 0.07 + 0.04 * sub.count("\n"), label, ha="center", va="center", fontsize=12, weight="bold")
+        ax.text(x, y - 0.11 + 0.01 * sub.count("\n"), sub, ha="center", va="center", fontsize=8.5, color="#444")
 
     for layer, (x, y) in POSITIONS.items():
-        color = {"front": "#fde8d8", "contract": "#eef7e8"}.get(layer, "#e8f0fe")
+        color = {"front": "#fde8d8", "testing": "#fdf3d8", "contract": "#eef7e8"}.get(layer, "#e8f0fe")
         box(x, y, width, layer, f"{modules[layer]} modules", color)
-    into_base = ", ".join(f"{a} {n}" for (a, b), n in sorted(counts.items()) if b == "base")
-    box(1.8, BASE_Y, 4.6, "base", f"{modules['base']} modules, imported by every layer ({into_base})", "#f4f4f4")
+    into = [f"{a} {n}" for (a, b), n in sorted(counts.items()) if b == "base"]
+    half = (len(into) + 1) // 2
+    box(1.8, BASE_Y, 4.6, "base", f"{modules['base']} modules, imported by every layer: {', '.join(into[:half])},\n"
+        f"{', '.join(into[half:])}", "#f4f4f4")
     for (a, b), n in sorted(counts.items()):
-        if a == "front" or b == "base":  # drawn as the caption and the base bar, not as arrows
+        if a in IMPORT_ALL or b == "base":  # drawn as the captions and the base bar, not as arrows
             continue
         (x0, y0), (x1, y1) = POSITIONS[a], POSITIONS[b]
-        down = y1 < y0
-        start = (x0, y0 - height / 2 if down else y0 + height / 2)
-        end = (x1, y1 + height / 2 if down else y1 - height / 2)
+        if y0 == y1:  # side by side: from one box's edge to the other's
+            step = width / 2 if x1 > x0 else -width / 2
+            start, end = (x0 + step, y0), (x1 - step, y1)
+        else:
+            down = y1 < y0
+            start = (x0, y0 - height / 2 if down else y0 + height / 2)
+            end = (x1, y1 + height / 2 if down else y1 - height / 2)
         ax.annotate("", xy=end, xytext=start,
                     arrowprops=dict(arrowstyle="-|>", color="#567", lw=1 + 0.1 * min(n, 20), shrinkA=1, shrinkB=1))
         ax.text((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, str(n), fontsize=9, color="#a33", ha="center",
                 va="center", bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
     ax.text(1.8, 3.33, "the front (to_onnx, cli, bypass_export_some_errors) may import every layer", ha="center",
             fontsize=9, color="#444")
+    ax.text(3.6, 2.62, "tests and benchmarks import it;\nno layer does", ha="center", va="top", fontsize=8.5,
+            color="#444")
     ax.set_xlim(-0.6, 4.2)
     ax.set_ylim(-0.65, 3.45)
     ax.axis("off")

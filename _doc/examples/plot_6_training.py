@@ -186,8 +186,8 @@ print(f"largest relative difference between the losses: {max(relative):.1e}")
 # %%
 # Once per step each, as in eager PyTorch. The two graphs:
 
-forward = next(g["graph"].model for g in net_backend.graphs if g["kind"] == "forward")
-backward = next(g["graph"].model for g in net_backend.graphs if g["kind"] == "backward")
+forward = next(g.graph.model for g in net_backend.graphs if g.kind == "forward")
+backward = next(g.graph.model for g in net_backend.graphs if g.kind == "backward")
 print("forward: ", [n.op_type for n in forward.graph.node])
 print("backward:", [n.op_type for n in backward.graph.node])
 
@@ -209,7 +209,7 @@ print("output_tensor_requires_grads:", attributes["output_tensor_requires_grads"
 # The graphs as pictures
 # ----------------------
 #
-# Each graph is an ``onnx.ModelProto`` (``backend.graphs[i]["graph"].model``), which
+# Each graph is an ``onnx.ModelProto`` (``backend.graphs[i].graph.model``), which
 # :func:`~experimental.torch_interpreter.plot_graph` draws. The inputs of the forward graph (``primals_*``) are
 # the parameters and the batch; it returns the model's output (``output_0``) and the activations the backward
 # needs, among them the PythonOp's handle (``INT64 [1]``). The backward graph reads those and ``tangents_1``, the
@@ -225,7 +225,7 @@ plt.show()
 # The Llama's graphs are too large for a picture; the op types of its backward graph tell what the gradients
 # cost (the most frequent first):
 
-llama_backward = next(g["graph"].model for g in backend.graphs if g["kind"] == "backward")
+llama_backward = next(g.graph.model for g in backend.graphs if g.kind == "backward")
 counts = collections.Counter(n.op_type for n in llama_backward.graph.node)
 print(len(llama_backward.graph.node), "nodes:")
 print(", ".join(f"{op} {n}" for op, n in counts.most_common()))
@@ -258,7 +258,7 @@ with warnings.catch_warnings(record=True) as caught:
     loss.backward()
 print([w.category.__name__ for w in caught])
 print(next(w.message for w in caught if issubclass(w.category, EagerFallbackWarning)))
-print([(g["kind"], g["runs_in"]) for g in fallback_backend.graphs])
+print([(g.kind, g.runs_in) for g in fallback_backend.graphs])
 
 # %%
 # verify=True

@@ -17,7 +17,7 @@ import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from . import ops  # noqa: F401  (importing the converters fills default_registry)
-from .capture import caches_registered, capture_model, range_constraints, read_input_sets, shape_guards
+from .capture import Captured, caches_registered, capture_model, range_constraints, read_input_sets, shape_guards
 from .checkpoint import MetaWeights, cpu_stand_ins, meta_tensor_names
 from .errors import (
     ArgumentError,
@@ -171,7 +171,6 @@ def to_onnx(
         target_opset = resolve_opset(target_opset, opset_version, DEFAULT_OPSET)
         check_level(optimize)
         providers = check_providers(providers)
-        capture_report = None  # what the capture strategies applied (capture/)
         # an opset the converters, onnx or onnxruntime cannot run: an error now, not at load
         check_opset(target_opset, "opset_version" if opset_version is not None else "target_opset")
         registry = registry or default_registry
@@ -181,40 +180,10 @@ def to_onnx(
         steps = ("capture", "translation", "optimization") + ("input sets",) * (sets is not None) + (
             "verification",) * bool(verify) + ("save",) * (filename is not None)
         progress = scope.enter_context(ExportProgress(steps, enabled=not verbose))  # logs.py: a long export shows
-        if isinstance(model, torch.export.ExportedProgram):
-            if dynamic_shapes is not None or dynamic_axes is not None:
-                raise DynamicShapeError(
-                    "dynamic_shapes cannot be given with an ExportedProgram: its shapes were fixed when it was "
-                    "exported; pass dynamic_shapes to torch.export.export instead"
-                )
-            ep, names, spec = model, {}, None
-        elif isinstance(model, torch.nn.Module):
-            args, kwargs = _normalize_inputs(args, kwargs)
-            if dynamic_axes is not None:  # torch.onnx.export's spelling (torch_onnx_arguments.py)
-                if dynamic_shapes is not None:
-                    raise DynamicShapeError("dynamic_shapes and dynamic_axes are both given: give one of them")
-                dynamic_shapes = dynamic_axes_as_shapes(
-                    model.forward, args, kwargs, dynamic_axes, input_names, output_names
-                )
-            # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
-            hook = functools.partial(
-                capture_autograd_functions, autograd_functions, training=model.training, strict=strict
-            )
-            logger.info("capture: torch.export.export of %s (strict=%s)...", type(model).__name__, strict)
-            # a model on the meta device is captured with CPU stand-ins of its weights (checkpoint/)
-            with cpu_stand_ins(model) if meta_weights is not None else contextlib.nullcontext():
-                captured = capture_model(
-                    model, args, kwargs, dynamic_shapes, strict=strict, strategies=capture_strategies,
-                    around_export=hook, input_sets=sets,
-                )
-            ep, names, spec, capture_report = captured.ep, captured.names, captured.spec, captured.report
-            args, kwargs = captured.args, captured.kwargs  # the set captured, when several were given
-        else:
-            raise InvalidModelError(
-                f"to_onnx expects a torch.nn.Module or a torch.export.ExportedProgram, not "
-                f"{type(model).__module__}.{type(model).__name__}; wrap a function in a Module whose "
-                "forward calls it"
-            )
+        captured = _capture(model, args, kwargs, dynamic_shapes, dynamic_axes, input_names, output_names,
+                            autograd_functions, strict, capture_strategies, meta_weights, sets)
+        ep, names, spec, capture_report = captured.ep, captured.names, captured.spec, captured.report
+        args, kwargs = captured.args, captured.kwargs  # the set captured, when several were given
         export_report.exported(ep)
         # -- custom ops hook: converters from custom_ops=, PythonOp for the others (python_op/custom_ops.py)
         registry = with_custom_ops(registry, ep.graph_module, custom_ops)
@@ -242,14 +211,43 @@ def to_onnx(
         if verify:  # investigate/verify.py: raises VerificationError naming the first FX node that differs
             progress.step("verification")
             verify_export(ep, onnx_model, args, kwargs, export_report)
-        if filename is not None:
-            progress.step("save")
-            save(onnx_model, filename, external_data=external_data)
-            export_report.step("save", os.fspath(filename))
-            if as_ir:
-                return onnx_model
-            return onnx.load(os.fspath(filename), load_external_data=False)
-        return onnx_model if as_ir else ir.to_proto(onnx_model)
+        if filename is None:
+            return onnx_model if as_ir else ir.to_proto(onnx_model)
+        progress.step("save")
+        save(onnx_model, filename, external_data=external_data)
+        export_report.step("save", os.fspath(filename))
+        return onnx_model if as_ir else onnx.load(os.fspath(filename), load_external_data=False)
+
+def _capture(model, args, kwargs, dynamic_shapes, dynamic_axes, input_names, output_names, autograd_functions,
+             strict, capture_strategies, meta_weights, sets) -> Captured:
+    """The ExportedProgram of ``model`` (an ExportedProgram is taken as it is), with the names of its dynamic axes,
+    the spec, what the capture strategies did and the inputs captured."""
+    if isinstance(model, torch.export.ExportedProgram):
+        if dynamic_shapes is not None or dynamic_axes is not None:
+            raise DynamicShapeError(
+                "dynamic_shapes cannot be given with an ExportedProgram: its shapes were fixed when it was "
+                "exported; pass dynamic_shapes to torch.export.export instead"
+            )
+        return Captured(model, {}, None, None, args, kwargs)  # no spec, no strategy
+    if not isinstance(model, torch.nn.Module):
+        raise InvalidModelError(
+            f"to_onnx expects a torch.nn.Module or a torch.export.ExportedProgram, not "
+            f"{type(model).__module__}.{type(model).__name__}; wrap a function in a Module whose forward calls it"
+        )
+    args, kwargs = _normalize_inputs(args, kwargs)
+    if dynamic_axes is not None:  # torch.onnx.export's spelling (torch_onnx_arguments.py)
+        if dynamic_shapes is not None:
+            raise DynamicShapeError("dynamic_shapes and dynamic_axes are both given: give one of them")
+        dynamic_shapes = dynamic_axes_as_shapes(model.forward, args, kwargs, dynamic_axes, input_names, output_names)
+    # -- PythonOp hook: custom autograd.Function calls become aten2onnx::python_op (python_op/capture.py)
+    hook = functools.partial(capture_autograd_functions, autograd_functions, training=model.training, strict=strict)
+    logger.info("capture: torch.export.export of %s (strict=%s)...", type(model).__name__, strict)
+    # a model on the meta device is captured with CPU stand-ins of its weights (checkpoint/)
+    with cpu_stand_ins(model) if meta_weights is not None else contextlib.nullcontext():
+        return capture_model(
+            model, args, kwargs, dynamic_shapes, strict=strict, strategies=capture_strategies, around_export=hook,
+            input_sets=sets,
+        )
 
 
 #: the parameters of to_onnx, for the suggestion made on an unknown keyword

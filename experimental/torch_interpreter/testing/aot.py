@@ -8,8 +8,13 @@ from typing import Any
 import torch
 
 
-def aot_graphs(fn: Callable[..., torch.Tensor], *args: Any, grad: torch.Tensor | None = None) -> dict[str, Any]:
-    """Runs ``fn(*args)`` through AOTAutograd, then its backward (with ``grad``, random by default); returns
+def aot_graphs(
+    fn: Callable[..., torch.Tensor] | torch.nn.Module,
+    *args: Any,
+    grad: torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> dict[str, Any]:
+    """Runs ``fn(*args)`` through AOTAutograd (a module's parameters are inputs of its graphs), then its backward
+    with ``grad`` (a tensor, a function of the output such as ``torch.ones_like``, random by default); returns
     ``{"forward": (gm, inputs), "backward": (gm, inputs)}``: each graph with a copy of the inputs it was called with.
 
     Example::
@@ -19,7 +24,7 @@ def aot_graphs(fn: Callable[..., torch.Tensor], *args: Any, grad: torch.Tensor |
         >>> sorted(graphs), len(graphs["backward"][1]) > 0
         (['backward', 'forward'], True)
     """
-    from functorch.compile import aot_function
+    from functorch.compile import aot_function, aot_module
 
     graphs: dict[str, Any] = {}
 
@@ -34,6 +39,9 @@ def aot_graphs(fn: Callable[..., torch.Tensor], *args: Any, grad: torch.Tensor |
 
         return compile
 
-    out = aot_function(fn, fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(*args)
-    out.backward(torch.randn(out.shape) if grad is None else grad)
+    aot = aot_module if isinstance(fn, torch.nn.Module) else aot_function
+    out = aot(fn, fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(*args)
+    if grad is None:
+        grad = torch.randn(out.shape)
+    out.backward(grad(out) if callable(grad) else grad)
     return graphs

@@ -1,4 +1,15 @@
-"""Shared checks: export with to_onnx, validate the ONNX model, compare onnxruntime with eager PyTorch."""
+"""Shared checks: export with to_onnx, validate the ONNX model, compare onnxruntime with eager PyTorch.
+
+Example::
+
+    >>> import torch
+    >>> onx = check_model(Fn(lambda x: x.relu() * 2), (rand(2, 3),), dynamic_shapes=({0: "batch"},),
+    ...                   more_inputs=[((rand(5, 3),), None)])
+    >>> op_types(onx)
+    ['Relu', 'Mul']
+    >>> op_types(check_dynamic(torch.nn.Softmax(-1), rand(2, 4)))
+    ['Softmax']
+"""
 
 from __future__ import annotations
 
@@ -68,6 +79,7 @@ def check_model(
 
 
 def op_types(onx: onnx.ModelProto) -> list[str]:
+    """The op types of the main graph's nodes, in order (see the module's example)."""
     return [n.op_type for n in onx.graph.node]
 
 
@@ -102,6 +114,9 @@ def rand(
 
     ``seed=None`` draws from PyTorch's global generator (two calls give two different tensors),
     an integer from a generator of its own (the same tensor at each call).
+
+    >>> rand(2, 3, dtype=torch.int64, low=0, high=4, seed=0).shape, rand(dtype=torch.bool).dim()
+    (torch.Size([2, 3]), 0)
     """
     gen = None if seed is None else torch.Generator().manual_seed(seed)
     if dtype == torch.bool:

@@ -1,4 +1,14 @@
-"""Tiny random-weight transformers models with a cache, and inputs of given sizes (shared by tests)."""
+"""Tiny random-weight transformers models with a cache, and inputs of given sizes (shared by tests).
+
+Example::
+
+    >>> model = decoder_model("llama")
+    >>> inputs = decoder_inputs(model, batch=2, seq=3, past=5)
+    >>> model(**inputs).logits.shape
+    torch.Size([2, 3, 1000])
+    >>> decoder_dynamic_shapes(model)["input_ids"]
+    {0: 'batch', 1: 'seq'}
+"""
 
 from __future__ import annotations
 
@@ -10,6 +20,7 @@ SMALL = dict(vocab_size=VOCAB, max_position_embeddings=256)
 
 
 def decoder_config(name: str):
+    """The config of a tiny decoder of family ``name`` (llama, mistral, qwen2, phi3, gpt2), cache on."""
     common = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, use_cache=True, **SMALL)
     if name == "llama":
@@ -27,6 +38,7 @@ def decoder_config(name: str):
 
 
 def decoder_model(name: str):
+    """A random-weight model of :func:`decoder_config` (seed 0), in eval mode."""
     torch.manual_seed(0)
     cfg = decoder_config(name)
     return transformers.AutoModelForCausalLM.from_config(cfg).eval()
@@ -54,6 +66,7 @@ def decoder_inputs(model, batch: int, seq: int, past: int, seed: int = 0) -> dic
 
 
 def decoder_dynamic_shapes(model) -> dict:
+    """The dynamic shapes of :func:`decoder_inputs`: batch, seq, total (past + seq) and past."""
     layer = {0: "batch", 2: "past"}
     return {
         "input_ids": {0: "batch", 1: "seq"},
@@ -63,6 +76,7 @@ def decoder_dynamic_shapes(model) -> dict:
 
 
 def t5_model():
+    """A random-weight T5 (2 encoder and 2 decoder layers, seed 0), cache on, in eval mode."""
     torch.manual_seed(0)
     cfg = transformers.T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2,
                                 num_heads=4, use_cache=True, decoder_start_token_id=0, pad_token_id=0)
@@ -70,6 +84,8 @@ def t5_model():
 
 
 def t5_inputs(model, batch: int, enc: int, dec: int, past: int, seed: int = 0) -> dict:
+    """Encoder ids and mask (batch, enc), decoder ids (batch, dec), an EncoderDecoderCache (past self-attention
+    tokens, enc cross-attention ones)."""
     cfg = model.config
     gen = torch.Generator().manual_seed(seed)
     self_cache, cross_cache = transformers.DynamicCache(), transformers.DynamicCache()
@@ -87,6 +103,7 @@ def t5_inputs(model, batch: int, enc: int, dec: int, past: int, seed: int = 0) -
 
 
 def t5_dynamic_shapes(model) -> dict:
+    """The dynamic shapes of :func:`t5_inputs`."""
     n = 2 * model.config.num_decoder_layers
     return {
         "input_ids": {0: "batch", 1: "encoder_seq"},

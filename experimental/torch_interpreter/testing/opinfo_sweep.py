@@ -3,6 +3,12 @@
 Shared by ``test_opinfo.py`` and ``benchmarks/opinfo_coverage.py``. For one sample, :func:`check_sample`
 exports the module once with ``torch.export.export`` and converts that ExportedProgram, so a sample
 torch.export rejects is classified ``export`` (not a converter failure) before any converter runs.
+
+Example::
+
+    >>> import torch
+    >>> [(key, dtype, outcomes["ours"].category) for key, dtype, i, outcomes in sweep(["abs"], limit=1)]
+    [('abs', torch.float32, 'pass')]
 """
 
 from __future__ import annotations
@@ -94,10 +100,12 @@ def op_key(op) -> str:
 
 @functools.cache
 def ops_by_key() -> dict[str, Any]:
+    """Every OpInfo of the database by its key (``name`` or ``name.variant``)."""
     return {op_key(op): op for op in op_db()}
 
 
 def supported_dtypes(op) -> list[torch.dtype]:
+    """The dtypes of :data:`DTYPES` OpInfo says ``op`` supports on the CPU."""
     dtypes = op.supported_dtypes("cpu")
     return [d for d in DTYPES if d in dtypes]
 
@@ -138,6 +146,7 @@ class SampleModule(torch.nn.Module):
 
 
 def clone_inputs(inputs: tuple) -> tuple:
+    """A copy of each input (ops may write into theirs)."""
     return tuple(x.clone() for x in inputs)
 
 
@@ -145,6 +154,7 @@ def clone_inputs(inputs: tuple) -> tuple:
 
 
 def convert_ours(ep: torch.export.ExportedProgram) -> onnx.ModelProto:
+    """The exported program translated by ``to_onnx``."""
     return to_onnx(ep)
 
 

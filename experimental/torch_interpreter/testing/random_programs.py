@@ -333,6 +333,8 @@ TEMPLATES: dict[str, Template] = {}
 
 
 def template(name: str) -> Callable[[Template], Template]:
+    """Registers an op template under ``name`` in :data:`TEMPLATES` (a decorator)."""
+
     def deco(f: Template) -> Template:
         TEMPLATES[name] = f
         return f

@@ -2,7 +2,7 @@
 translated by the project's converters and run by onnxruntime, a custom ``torch.autograd.Function`` kept as one
 ``PythonOp`` / ``PythonOpGrad`` pair.
 
-* :mod:`.backend`: :class:`OrtBackend` and the ``"aten2onnx"`` backend, :func:`keep_functions`;
+* :mod:`.backend`: :class:`OrtBackend` (:class:`GraphRecord`: what it compiled) and the ``"aten2onnx"`` backend, :func:`keep_functions`;
 * :mod:`.options`: :class:`BackendOptions`;
 * :mod:`.graph_translation`: one FX graph -> one ONNX model;
 * :mod:`.compiled_graph`: the model run on torch tensors;
@@ -13,7 +13,7 @@ translated by the project's converters and run by onnxruntime, a custom ``torch.
 >>> compiled = torch.compile(torch.nn.Linear(2, 2), backend=OrtBackend())
 """
 
-from .backend import OrtBackend, aten2onnx, keep_functions
+from .backend import GraphRecord, OrtBackend, aten2onnx, keep_functions
 from .options import BackendOptions
 
-__all__ = ["BackendOptions", "OrtBackend", "aten2onnx", "keep_functions"]
+__all__ = ["BackendOptions", "GraphRecord", "OrtBackend", "aten2onnx", "keep_functions"]

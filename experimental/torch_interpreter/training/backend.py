@@ -16,6 +16,7 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import onnxruntime as ort
@@ -31,6 +32,29 @@ from .compiled_graph import OrtGraph
 from .graph_translation import translate_graph
 from .options import BackendOptions
 from .verification import verified
+
+
+@dataclass
+class GraphRecord:
+    """One graph the backend was handed (an entry of :attr:`OrtBackend.graphs`)."""
+
+    #: ``"forward"``, ``"backward"`` or ``"inference"``
+    kind: str
+    #: the number of the dynamo graph it belongs to (1 for the first)
+    number: int
+    #: its FX nodes
+    fx_nodes: int
+    #: ``"onnxruntime"``, ``"eager"`` (a fallback, :attr:`reason` says why), None until its first call
+    runs_in: str | None = None
+    reason: str | None = None
+    #: its ONNX nodes and the compiled graph, once it runs in onnxruntime
+    onnx_nodes: int | None = None
+    graph: OrtGraph | None = None
+    #: seconds of its translation and of its session's creation
+    translate_s: float = 0.0
+    session_s: float = 0.0
+    #: where ``dump_folder`` saved it
+    path: str | None = None
 
 logger = logging.getLogger(__name__)
 
@@ -81,9 +105,9 @@ class OrtBackend:
     default options (``options={...}`` passes :class:`BackendOptions` fields). The parameters stay torch tensors,
     the optimizer stays PyTorch's: each step feeds the current parameters to the graphs (no copy).
 
-    :attr:`graphs` lists what was compiled (one entry per forward, backward or inference graph: its kind, number,
-    FX and ONNX node counts, onnxruntime graph or eager fallback, the seconds of its translation and of its session's
-    creation; a graph is translated at its first call); :attr:`compilations` counts the graphs dynamo
+    :attr:`graphs` lists what was compiled (one :class:`GraphRecord` per forward, backward or inference graph: its
+    kind, number, FX and ONNX node counts, onnxruntime graph or eager fallback, the seconds of its translation and of
+    its session's creation; a graph is translated at its first call); :attr:`compilations` counts the graphs dynamo
     handed over (a new shape that recompiles adds one, logged at INFO by ``experimental.torch_interpreter.training``).
 
     Example::
@@ -95,7 +119,7 @@ class OrtBackend:
         >>> compiled = torch.compile(model, backend=backend)
         >>> loss = compiled(torch.randn(16, 4)).pow(2).mean()
         >>> loss.backward()
-        >>> [(g["kind"], g["runs_in"]) for g in backend.graphs]
+        >>> [(g.kind, g.runs_in) for g in backend.graphs]
         [('forward', 'onnxruntime'), ('backward', 'onnxruntime')]
     """
 
@@ -103,7 +127,7 @@ class OrtBackend:
         if options is not None and kwargs:
             raise TypeError("give BackendOptions or keyword options, not both")
         self.options = options or BackendOptions(**kwargs)
-        self.graphs: list[dict[str, Any]] = []
+        self.graphs: list[GraphRecord] = []
         self.compilations = 0
         keep_functions(self.options.autograd_functions)
 
@@ -139,7 +163,7 @@ class OrtBackend:
     def _compile(self, number: int, kind: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
         """AOTAutograd's compiler callback: the graph is translated at its first call, on real inputs (the
         callback runs under PyTorch's fake tensor mode, where the converters' constants could not be made)."""
-        entry: dict[str, Any] = {"kind": kind, "number": number, "fx_nodes": len(gm.graph.nodes)}
+        entry = GraphRecord(kind, number, len(gm.graph.nodes))
         self.graphs.append(entry)
         state: dict[str, Any] = {}
 
@@ -152,7 +176,7 @@ class OrtBackend:
         run._boxed_call = True  # type: ignore[attr-defined]
         return run
 
-    def _translate(self, entry: dict[str, Any], gm: torch.fx.GraphModule, args: Sequence[Any], name: str) -> Any:
+    def _translate(self, entry: GraphRecord, gm: torch.fx.GraphModule, args: Sequence[Any], name: str) -> Any:
         options = self.options
         try:
             provider = options.provider_for(_device(args))
@@ -165,23 +189,23 @@ class OrtBackend:
             translated = translate_graph(
                 gm, args, options.registry or default_registry, options.target_opset, provider, options.optimize
             )
-            entry["translate_s"] = time.perf_counter() - begin
+            entry.translate_s = time.perf_counter() - begin
             begin = time.perf_counter()
             compiled = _session(translated, provider, name)
-            entry["session_s"] = time.perf_counter() - begin
+            entry.session_s = time.perf_counter() - begin
         except TorchInterpreterError as e:
             if options.fallback == "raise":
                 raise
-            entry.update(runs_in="eager", reason=str(e))
+            entry.runs_in, entry.reason = "eager", str(e)
             warnings.warn(
-                f"the {entry['kind']} graph #{entry['number']} runs eagerly, not in onnxruntime: {e}",
+                f"the {entry.kind} graph #{entry.number} runs eagerly, not in onnxruntime: {e}",
                 EagerFallbackWarning,
                 stacklevel=2,
             )
             return make_boxed_func(gm.forward)
-        entry.update(runs_in="onnxruntime", onnx_nodes=len(translated.model.graph.node), graph=compiled)
+        entry.runs_in, entry.onnx_nodes, entry.graph = "onnxruntime", len(translated.model.graph.node), compiled
         if options.dump_folder is not None:
-            entry["path"] = compiled.save(os.fspath(options.dump_folder))
+            entry.path = compiled.save(os.fspath(options.dump_folder))
         logger.info(
             "aten2onnx: %s: %d FX nodes -> %d ONNX nodes on %s",
             name, len(gm.graph.nodes), len(translated.model.graph.node), provider,

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from experimental.torch_interpreter import InferenceSession
+from experimental.torch_interpreter.testing.aot import aot_graphs
 from experimental.torch_interpreter.testing.check import Fn, check_model, op_types
 
 A = torch.ops.aten
@@ -420,20 +421,6 @@ def test_empty_batch():
 def test_aot_autograd_graphs():
     """The forward and backward graphs AOTAutograd makes for a small network (conv, batch norm in training mode,
     group norm, transposed conv, layer norm), each converted and compared on the inputs autograd gave them."""
-    from functorch.compile import aot_module, make_boxed_func
-
-    graphs = {}
-
-    def compiler(kind):
-        def compile(gm, _):
-            def run(*args):
-                graphs[kind] = (gm, [a.detach().clone() for a in args])
-                return gm(*args)
-
-            return make_boxed_func(run)
-
-        return compile
-
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 4, 3, stride=2, padding=1),
@@ -443,7 +430,7 @@ def test_aot_autograd_graphs():
         torch.nn.LayerNorm(10),
     )
     x = torch.randn(2, 3, 8, 8, requires_grad=True)
-    aot_module(model, fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(x).sum().backward()
+    graphs = aot_graphs(model, x, grad=torch.ones_like)
     for kind in ("forward", "backward"):
         gm, args = graphs[kind]
         targets = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}

@@ -22,7 +22,7 @@ def _check(model, x, dynamic=(0,), expected=None, **kwargs):
     return onx
 
 
-# -- convolutions ------------------------------------------------------------------------------------
+# -- convolutions ----------------------------------------------------------------------------------------------------
 
 CONVS = {
     "conv1d": (nn.Conv1d(4, 3, 3, stride=2, padding=1), X1),
@@ -76,7 +76,7 @@ def test_conv_dtypes(dtype):
     check_model(nn.ConvTranspose2d(4, 3, 3, 2).to(dtype), (X2.to(dtype),), atol=tol, rtol=tol)
 
 
-# -- pooling -----------------------------------------------------------------------------------------
+# -- pooling ---------------------------------------------------------------------------------------------------------
 
 POOLS = {
     "max_pool1d": (nn.MaxPool1d(2), X1, ["MaxPool"]),
@@ -213,7 +213,7 @@ def test_max_pool_uint8():
     check_model(nn.MaxPool2d(2), (torch.randint(0, 255, (2, 3, 4, 4), dtype=torch.uint8),))
 
 
-# -- upsampling --------------------------------------------------------------------------------------
+# -- upsampling ------------------------------------------------------------------------------------------------------
 
 UPSAMPLES = {
     "nearest_scale": (lambda x: F.interpolate(x, scale_factor=2), X2),
@@ -275,7 +275,7 @@ def test_upsample_dtypes(dtype):
     check_model(model, (x,), atol=tol, rtol=tol)
 
 
-# -- pixel shuffle -----------------------------------------------------------------------------------
+# -- pixel shuffle ---------------------------------------------------------------------------------------------------
 
 
 def test_pixel_shuffle():
@@ -294,3 +294,51 @@ def test_pixel_shuffle_other_ranks(shape):
     x = torch.randn(*shape)
     check_model(Fn(lambda x: (F.pixel_shuffle(x, 2), F.pixel_unshuffle(x, 1))), (x,))
     check_model(nn.PixelUnshuffle(2), (torch.randn(*shape[:-2], 4, 6),))
+
+
+# -- max_unpool: a scatter of the pooled values at their indices -----------------------------------------------------
+
+
+def _pool_unpool(pool, unpool, *args, **kwargs):
+    return lambda x: unpool(*pool(x, *args, return_indices=True), *args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (_pool_unpool(F.max_pool2d, F.max_unpool2d, 2), torch.randn(2, 3, 4, 6)),
+        (_pool_unpool(F.max_pool2d, F.max_unpool2d, 2, output_size=(5, 7)), torch.randn(2, 3, 5, 7)),  # odd sizes
+        (_pool_unpool(F.max_pool2d, F.max_unpool2d, 3, 2, 1), torch.randn(1, 2, 5, 5)),  # stride and padding
+        (_pool_unpool(F.max_pool2d, F.max_unpool2d, 3, 1), torch.randn(1, 2, 5, 5)),  # overlapping: repeated indices
+        (_pool_unpool(F.max_pool2d, F.max_unpool2d, 2), torch.randn(3, 4, 6)),  # unbatched
+        (_pool_unpool(F.max_pool1d, F.max_unpool1d, 2), torch.randn(2, 3, 8)),
+        (_pool_unpool(F.max_pool3d, F.max_unpool3d, 2), torch.randn(1, 2, 4, 4, 6)),
+        (_pool_unpool(F.max_pool3d, F.max_unpool3d, 2, 1), torch.randn(1, 2, 3, 4, 4)),
+        (lambda x: torch.nn.MaxUnpool2d(2)(*torch.nn.MaxPool2d(2, return_indices=True)(x)), torch.randn(2, 3, 4, 6)),
+        (_pool_unpool(F.max_pool2d, F.max_unpool2d, 2), torch.randn(2, 3, 4, 6).half()),
+    ],
+    ids=[
+        "2d",
+        "output_size",
+        "stride_padding",
+        "overlapping",
+        "unbatched",
+        "1d",
+        "3d",
+        "3d_stride",
+        "module",
+        "float16",
+    ],
+)
+def test_max_unpool(fn, x):
+    check_model(Fn(fn), (x,))
+
+
+def test_max_unpool_indices_as_inputs():
+    values, indices = F.max_pool2d(torch.randn(2, 3, 4, 6), 2, return_indices=True)
+    check_model(Fn(lambda v, i: F.max_unpool2d(v, i, 2)), (values, indices))
+    check_model(Fn(lambda v, i: F.max_unpool2d(v, i, 2)), (torch.tensor([[[[5.0, 7.0]]]]), torch.tensor([[[[1, 6]]]])))
+
+
+def test_max_unpool_dynamic_batch():
+    check_dynamic(_pool_unpool(F.max_pool2d, F.max_unpool2d, 2), torch.randn(2, 3, 4, 6))
