@@ -202,7 +202,10 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         "product). Found since, and exact now: floor division of float32 quotients from 2**22 on (the graph",
         "rounded a ``k + 0.5`` to even where PyTorch floors it) and of float16 and bfloat16 values (PyTorch's CPU",
         "kernel rounds each step to the type), ``cumprod`` meeting a NaN or an infinity after a zero (it stayed 0;",
-        "the training programs found it).",
+        "the training programs found it), ``group_norm`` of a constant group (2.4e-4 where PyTorch gives 0: the",
+        "float32 mean of a constant is off by an ulp, which the normalization multiplies by up to 300; the rows",
+        "are now shifted by their first value, and ``instance_norm``, ``batch_norm``, ``var`` and ``std`` with",
+        "them).",
         "",
     ]
     if unsupported:

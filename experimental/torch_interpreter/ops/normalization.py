@@ -25,6 +25,7 @@ from ._common import (
     kernel_dtype,
     kernel_op,
     opmath_dtype,
+    shifted_by_first,
     uses_output,
     vector_norm,
 )
@@ -57,14 +58,16 @@ def _affine(ctx: NodeContext, y: ir.Value, rank: int, weight: ir.Value | None, b
 
 
 def _normalize(ctx: NodeContext, x: ir.Value, axes: Sequence[int], eps: float) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """``((x - mean) * rstd, mean, rstd)`` over ``axes`` (kept), in the type PyTorch computes in."""
+    """``((x - mean) * rstd, mean, rstd)`` over ``axes`` (kept), in the type PyTorch computes in; the statistics of
+    ``x`` shifted by its first element (:func:`shifted_by_first`: exact on a constant row, as PyTorch's)."""
     x = ctx.cast(x, opmath_dtype(x.dtype))
     axes_ = ctx.const(list(axes), INT64)
+    x, pivot = shifted_by_first(ctx, x, axes)
     mean = ctx.op("ReduceMean", x, axes_, keepdims=1)
     centered = ctx.op("Sub", x, mean)
     var = ctx.op("ReduceMean", ctx.op("Mul", centered, centered), axes_, keepdims=1)
     rstd = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.op("Add", var, ctx.const(float(eps), x.dtype))))
-    return ctx.op("Mul", centered, rstd), mean, rstd
+    return ctx.op("Mul", centered, rstd), ctx.op("Add", mean, pivot), rstd
 
 
 def _saved(ctx: NodeContext, index: int, value: ir.Value | None) -> ir.Value | None:
@@ -113,12 +116,8 @@ def _layer_norm_double(
     ctx: NodeContext, x: ir.Value, axis: int, scale: ir.Value, bias: ir.Value | None, eps: float
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """Float64 layer normalization with its mean and reciprocal standard deviation, from reductions."""
-    axes = ctx.const(list(range(axis, 0)), INT64)
-    mean = ctx.op("ReduceMean", x, axes, keepdims=1)
-    centered = ctx.op("Sub", x, mean)
-    var = ctx.op("ReduceMean", ctx.op("Mul", centered, centered), axes, keepdims=1)
-    rstd = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.op("Add", var, ctx.const(float(eps), ir.DataType.DOUBLE))))
-    y = ctx.op("Mul", ctx.op("Mul", centered, rstd), scale)
+    y, mean, rstd = _normalize(ctx, x, list(range(axis, 0)), eps)
+    y = ctx.op("Mul", y, scale)
     return (y if bias is None else ctx.op("Add", y, bias)), mean, rstd
 
 
@@ -324,7 +323,8 @@ def aten_instance_norm(
     dtype = ctx.out_dtype
     compute = kernel_dtype("InstanceNormalization", dtype)
     scale, b = _param(ctx, weight, input, 1.0, compute), _param(ctx, bias, input, 0.0, compute)
-    return kernel_op(ctx, "InstanceNormalization", input, scale, b, dtype=dtype, epsilon=float(eps))
+    x, _ = shifted_by_first(ctx, ctx.cast(input, compute), range(2, ctx.rank(input)))  # exact on constant planes
+    return ctx.cast(ctx.op("InstanceNormalization", x, scale, b, epsilon=float(eps)), dtype)
 
 
 def _grouped(ctx: NodeContext, x: ir.Value, groups: int) -> ir.Value:
@@ -354,21 +354,19 @@ def aten_group_norm(
     """group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05,
     bool cudnn_enabled=True) -> Tensor
 
-    GroupNormalization from opset 21 (its scale is per channel); before, InstanceNormalization of the
-    input reshaped to ``(N, groups, -1)``, then the per-channel affine transform. No channel or an empty
-    plane: the (empty) input itself (onnxruntime's InstanceNormalization crashes on groups of no element).
+    InstanceNormalization of the input reshaped to ``(N, groups, -1)`` and shifted by each group's first value
+    (exact on a constant group, as PyTorch; onnxruntime's GroupNormalization-21 is not), then the per-channel
+    affine transform. No channel or an empty plane: the (empty) input itself (onnxruntime's InstanceNormalization
+    crashes on groups of no element).
     """
     dtype = ctx.out_dtype
     if any(isinstance(d, int) and d == 0 for d in ctx.arg_val(0).shape[1:]):  # no SymInt comparison (a guard)
         return ctx.cast(input, dtype)
-    if ctx.opset >= 21:
-        scale, b = _param(ctx, weight, input, 1.0, dtype), _param(ctx, bias, input, 0.0, dtype)
-        return ctx.op("GroupNormalization", input, scale, b, epsilon=float(eps), num_groups=num_groups)
     compute = kernel_dtype("InstanceNormalization", dtype)
-    grouped = _grouped(ctx, input, num_groups)
+    grouped, _ = shifted_by_first(ctx, _grouped(ctx, ctx.cast(input, compute), num_groups), [2])
     ones = ctx.const(np.ones(num_groups, dtype=compute.numpy()), compute)
     zeros = ctx.const(np.zeros(num_groups, dtype=compute.numpy()), compute)
-    y = kernel_op(ctx, "InstanceNormalization", grouped, ones, zeros, dtype=dtype, epsilon=float(eps))
+    y = ctx.cast(ctx.op("InstanceNormalization", grouped, ones, zeros, epsilon=float(eps)), dtype)
     y = ctx.op("Reshape", y, ctx.op("Shape", input))
     return _affine(ctx, y, ctx.rank(input), weight, bias)
 

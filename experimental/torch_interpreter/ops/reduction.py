@@ -26,6 +26,7 @@ from ._common import (
     normalize_dim,
     numel,
     opmath_dtype,
+    shifted_by_first,
     vector_norm,
 )
 
@@ -231,17 +232,25 @@ def aten_min_dim(ctx: NodeContext, self: ir.Value, dim: int, keepdim: bool = Fal
 def _var_mean(
     ctx: NodeContext, x: ir.Value, dim: Dims, correction: float | None, keepdim: bool
 ) -> tuple[ir.Value, ir.Value]:
-    """Variance and mean (in float32 for float16/bfloat16) as ``sum((x - mean)^2) / max(N - correction, 0)``."""
+    """Variance and mean (in float32 for float16/bfloat16) as ``sum((x - mean)^2) / max(N - correction, 0)``, on
+    ``x`` shifted by its first value over the reduced axes (:func:`shifted_by_first`: exact on a constant row, as
+    PyTorch's Welford mean)."""
     c = opmath_dtype(ctx.out_dtype)
     correction = 1 if correction is None else correction
-    ax = _axes(ctx, ctx.rank(x), dim)
+    rank = ctx.rank(x)
+    ax = _axes(ctx, rank, dim)
     xc = ctx.cast(x, c)
     reduced = _reduced_sizes(ctx, dim)
+    pivot = None
     if any(isinstance(s, int) and s == 0 for s in reduced):  # 0 / 0, not onnxruntime's 0
         mean = ctx.op("Div", ctx.op("ReduceSum", xc, *ax, keepdims=1), ctx.const(0, c))
     else:
+        if rank:
+            xc, pivot = shifted_by_first(ctx, xc, _reduced_axes(dim, rank))
         mean = ctx.op("ReduceMean", xc, *ax, keepdims=1)
     diff = ctx.op("Sub", xc, mean)
+    if pivot is not None:
+        mean = ctx.op("Add", mean, pivot)
     var = ctx.op("ReduceSum", ctx.op("Mul", diff, diff), *ax, keepdims=int(keepdim))
     if all(isinstance(s, int) for s in reduced):
         denom = ctx.const(max(math.prod(reduced) - correction, 0), c)
@@ -252,6 +261,13 @@ def _var_mean(
     if not keepdim:
         mean = ctx.op("Squeeze", mean, *ax)
     return var, mean
+
+
+def _reduced_axes(dim: Dims, rank: int) -> list[int]:
+    """The reduced axes of an input of rank ``rank`` as non-negative ints (every axis for None or ``[]``)."""
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return list(range(rank))
+    return sorted({normalize_dim(d, rank) for d in ([dim] if isinstance(dim, int) else dim)})
 
 
 def _correction(unbiased: bool) -> int:

@@ -16,6 +16,19 @@ from .shapes import static_dim, static_ints
 from .types import BOOL, DOUBLE, FLOAT, INT64, INT64_MAX, Scalar, opmath_dtype
 
 
+def shifted_by_first(ctx: NodeContext, x: ir.Value, axes: Sequence[int]) -> tuple[ir.Value, ir.Value]:
+    """``(x - p, p)``, ``p`` the first element of each row of ``x`` over ``axes`` (those axes kept with size 1).
+
+    A mean and a variance computed on ``x - p`` are those of ``x`` shifted by ``p``, and exact on a constant row: the
+    float32 mean of a constant row is off by an ulp or more (onnxruntime's ``ReduceMean``, its
+    ``InstanceNormalization`` and ``GroupNormalization`` sum then divide), and ``(x - mean) / sqrt(var + eps)`` turns
+    that ulp into up to 3e-2 where PyTorch's mean (Welford's) gives the constant and the normalization 0.
+    """
+    k = len(axes)
+    pivot = ctx.op("Slice", x, ctx.const([0] * k, INT64), ctx.const([1] * k, INT64), ctx.const(list(axes), INT64))
+    return ctx.op("Sub", x, pivot), pivot
+
+
 def filled(ctx: NodeContext, shape: ir.Value, dtype: ir.DataType, value: float = 0) -> ir.Value:
     """A tensor of shape ``shape`` (1-D INT64) filled with ``value``; ConstantOfShape has no bfloat16
     before opset 20: made in float32 and cast then."""
