@@ -83,8 +83,8 @@ ort_losses = train(ort_llama, llama_loss, backend)
 # the number of nodes before (FX) and after (ONNX) the translation.
 
 for g in backend.graphs:
-    print(f"{g['kind']:9} #{g['number']}  runs in {g['runs_in']}: "
-          f"{g['fx_nodes']} FX nodes -> {g['onnx_nodes']} ONNX nodes")
+    print(f"{g.kind:9} #{g.number}  runs in {g.runs_in}: "
+          f"{g.fx_nodes} FX nodes -> {g.onnx_nodes} ONNX nodes")
 
 # %%
 # The losses agree to float32 rounding (the kernels of onnxruntime and PyTorch sum in different
