@@ -249,6 +249,12 @@ def test_half_package_for_cuda(folders, tmp_path, precision):
     if precision == "bf16":
         missing = bfloat16_nodes_without_cuda_kernel(onnx.load(os.path.join(package.folder, "model.onnx")))
         assert not missing, f"bfloat16 nodes with no CUDA kernel: {sorted(missing)}"
+    # the last token's index and its NaN guard: ArgMax of floats (CUDA registers ArgMax for floating types only),
+    # not of an int64 or a uint8, which would run on the CPU
+    inferred = onnx.shape_inference.infer_shapes(onx)
+    types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.input]}
+    argmax = [types.get(n.input[0]) for n in onx.graph.node if n.op_type == "ArgMax"]
+    assert argmax and set(argmax) == {onnx.TensorProto.FLOAT}, argmax
 
 
 # -- bad input: a clear error, nothing written ------------------------------------------------------------------

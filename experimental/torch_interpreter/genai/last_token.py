@@ -46,8 +46,10 @@ class LastTokenLogits(torch.nn.Module):
                 cache: Any = None, past_key_values: Any = None) -> Any:
         sequence = input_ids.shape[1]
         kept = attention_mask[:, -sequence:]
-        order = torch.arange(1, sequence + 1, device=kept.device, dtype=kept.dtype)
-        last = (kept * order).argmax(dim=-1)
+        # in float32 (exact below 2**24 tokens): onnxruntime's CUDA provider has ArgMax for floating types only
+        # (cuDNN's reduction); an int64 ArgMax would run on the CPU and keep onnxruntime-genai's CUDA graphs off
+        order = torch.arange(1, sequence + 1, device=kept.device, dtype=torch.float32)
+        last = (kept.to(torch.float32) * order).argmax(dim=-1)
 
         def select(module, args):
             hidden = args[0]

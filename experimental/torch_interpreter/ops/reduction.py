@@ -195,11 +195,13 @@ def _arg(ctx: NodeContext, op_type: str, x: ir.Value, dim: int | None, keepdim: 
 
 
 def _arg_nan(ctx: NodeContext, op_type: str, x: ir.Value, axis: int, keepdims: int) -> ir.Value:
-    """ArgMax/ArgMin along ``axis``; PyTorch returns the first NaN where there is one, onnxruntime skips them."""
+    """ArgMax/ArgMin along ``axis``; PyTorch returns the first NaN where there is one, onnxruntime skips them. The
+    NaN flags are float32 (not uint8): onnxruntime's CUDA provider has ArgMax for floating types only, and a node it
+    lacks runs on the CPU (a copy each way, no CUDA graph)."""
     index = kernel_op(ctx, op_type, x, dtype=x.dtype, axis=axis, keepdims=keepdims)
     if x.dtype not in FLOAT_TYPES:
         return index
-    nan = ctx.cast(kernel_op(ctx, "IsNaN", x, dtype=x.dtype), ir.DataType.UINT8)
+    nan = ctx.cast(kernel_op(ctx, "IsNaN", x, dtype=x.dtype), ir.DataType.FLOAT)
     first_nan = ctx.op("ArgMax", nan, axis=axis, keepdims=keepdims)
     any_nan = ctx.cast(ctx.op("ReduceMax", nan, ctx.const([axis], INT64), keepdims=keepdims), BOOL)
     return ctx.op("Where", any_nan, first_nan, index)
