@@ -57,17 +57,19 @@ def _affine(ctx: NodeContext, y: ir.Value, rank: int, weight: ir.Value | None, b
     return y
 
 
-def _normalize(ctx: NodeContext, x: ir.Value, axes: Sequence[int], eps: float) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """``((x - mean) * rstd, mean, rstd)`` over ``axes`` (kept), in the type PyTorch computes in; the statistics of
-    ``x`` shifted by its first element (:func:`shifted_by_first`: exact on a constant row, as PyTorch's)."""
+def _normalize(ctx: NodeContext, x: ir.Value, axes: Sequence[int], eps: float) -> tuple[ir.Value, ...]:
+    """``((x - mean) * rstd, mean, rstd, (x - mean)^2)`` over ``axes`` (kept), in the type PyTorch computes in; the
+    statistics of ``x`` shifted by its first element (:func:`shifted_by_first`: exact on a constant row, as
+    PyTorch's). The squares are returned for the unbiased variance of the running statistics."""
     x = ctx.cast(x, opmath_dtype(x.dtype))
     axes_ = ctx.const(list(axes), INT64)
     x, pivot = shifted_by_first(ctx, x, axes)
     mean = ctx.op("ReduceMean", x, axes_, keepdims=1)
     centered = ctx.op("Sub", x, mean)
-    var = ctx.op("ReduceMean", ctx.op("Mul", centered, centered), axes_, keepdims=1)
+    squares = ctx.op("Mul", centered, centered)
+    var = ctx.op("ReduceMean", squares, axes_, keepdims=1)
     rstd = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.op("Add", var, ctx.const(float(eps), x.dtype))))
-    return ctx.op("Mul", centered, rstd), ctx.op("Add", mean, pivot), rstd
+    return ctx.op("Mul", centered, rstd), ctx.op("Add", mean, pivot), rstd, squares
 
 
 def _saved(ctx: NodeContext, index: int, value: ir.Value | None) -> ir.Value | None:
@@ -116,7 +118,7 @@ def _layer_norm_double(
     ctx: NodeContext, x: ir.Value, axis: int, scale: ir.Value, bias: ir.Value | None, eps: float
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """Float64 layer normalization with its mean and reciprocal standard deviation, from reductions."""
-    y, mean, rstd = _normalize(ctx, x, list(range(axis, 0)), eps)
+    y, mean, rstd, _ = _normalize(ctx, x, list(range(axis, 0)), eps)
     y = ctx.op("Mul", y, scale)
     return (y if bias is None else ctx.op("Add", y, bias)), mean, rstd
 
@@ -171,11 +173,12 @@ def _batch_norm_eval(
 
 def _batch_norm_train(
     ctx: NodeContext, x: ir.Value, weight: ir.Value | None, bias: ir.Value | None, eps: float
-) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """Normalized by the statistics of the batch (training mode); the running statistics are not updated."""
+) -> tuple[ir.Value, ...]:
+    """Normalized by the statistics of the batch (training mode): ``(y, mean, rstd, (x - mean)^2)``; the running
+    statistics are not updated."""
     axes = [0, *range(2, ctx.rank(x))]
-    y, mean, rstd = _normalize(ctx, x, axes, eps)
-    return ctx.cast(_affine(ctx, y, ctx.rank(x), weight, bias), ctx.out_dtype), mean, rstd
+    y, mean, rstd, squares = _normalize(ctx, x, axes, eps)
+    return ctx.cast(_affine(ctx, y, ctx.rank(x), weight, bias), ctx.out_dtype), mean, rstd, squares
 
 
 @register("aten::batch_norm.default")
@@ -233,7 +236,7 @@ def aten__native_batch_norm_legit(
     """_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean,
     Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
     if training or running_mean is None or running_var is None:
-        y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
+        y, mean, rstd, _ = _batch_norm_train(ctx, input, weight, bias, eps)
         return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
     y = _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
     return y, _saved(ctx, 1, None), _saved(ctx, 2, None)
@@ -251,7 +254,7 @@ def aten__native_batch_norm_legit_no_stats(
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training,
     float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
-    y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
+    y, mean, rstd, _ = _batch_norm_train(ctx, input, weight, bias, eps)
     return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd)
 
 
@@ -281,16 +284,14 @@ def aten__native_batch_norm_legit_functional(
         y = _batch_norm_eval(ctx, input, weight, bias, running_mean, running_var, eps)
         running = [ctx.cast(r, onnx_dtype(ctx.val[i].dtype)) for i, r in ((3, running_mean), (4, running_var))]
         return y, _saved(ctx, 1, None), _saved(ctx, 2, None), *running
-    y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
+    y, mean, rstd, squares = _batch_norm_train(ctx, input, weight, bias, eps)
     updated: list[ir.Value | None] = [None, None]
     if uses_output(ctx, 3) or uses_output(ctx, 4):
-        x = ctx.cast(input, mean.dtype)
-        axes = [0, *range(2, ctx.rank(x))]
+        axes = [0, *range(2, ctx.rank(input))]
         n: int | ir.Value = 1  # values per channel
         for a in axes:
-            n = int_op(ctx, "Mul", n, dim_of(ctx, x, a))
-        centered = ctx.op("Sub", x, mean)
-        var_sum = ctx.op("ReduceSum", ctx.op("Mul", centered, centered), ctx.const(axes, INT64), keepdims=0)
+            n = int_op(ctx, "Mul", n, dim_of(ctx, input, a))
+        var_sum = ctx.op("ReduceSum", squares, ctx.const(axes, INT64), keepdims=0)
         unbiased = ctx.op("Div", var_sum, ctx.operand(int_op(ctx, "Sub", n, 1), mean.dtype))
         batch = (ctx.op("Reshape", mean, ctx.const([-1], INT64)), unbiased)
         for i, (running, stat) in enumerate(zip((running_mean, running_var), batch)):
@@ -386,7 +387,7 @@ def aten_native_group_norm(
     """native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW,
     int group, float eps) -> (Tensor, Tensor, Tensor)"""
     grouped = _grouped(ctx, input, group)
-    y, mean, rstd = _normalize(ctx, grouped, [2], eps)
+    y, mean, rstd, _ = _normalize(ctx, grouped, [2], eps)
     y = _affine(ctx, ctx.op("Reshape", y, ctx.op("Shape", input)), ctx.rank(input), weight, bias)
     two = ctx.const([2], INT64)
     saved = [
@@ -441,7 +442,7 @@ def aten__batch_norm_with_update(
 
     Training mode: the batch statistics; the running statistics are not updated.
     """
-    y, mean, rstd = _batch_norm_train(ctx, input, weight, bias, eps)
+    y, mean, rstd, _ = _batch_norm_train(ctx, input, weight, bias, eps)
     return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd), _saved(ctx, 3, None)
 
 
