@@ -224,7 +224,7 @@ def test_attention_on_scaled_key_survives_onnxruntime_optimizer(fn):
     torch.testing.assert_close(torch.from_numpy(got), fn(q, x), atol=1e-5, rtol=1e-4)
 
 
-# -- found by the program fuzzer (experimental/torch_interpreter/testing/random_programs.py, issue 15)
+# -- found by the program fuzzer (testing/random_programs.py, issue 15)
 
 
 @pytest.mark.parametrize("value", [-1, 2.5, True])

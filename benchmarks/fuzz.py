@@ -1,7 +1,7 @@
-"""The long run of the program fuzzer (``experimental/torch_interpreter/testing/random_programs.py``): ``--n`` random programs from
+"""The long run of the program fuzzer (``testing/random_programs.py``): ``--n`` random programs from
 ``--seed`` on, each exported with ``to_onnx`` and compared with eager PyTorch; with ``--training``, each trained one
 step through the ``torch.compile`` backend and compared with eager (outputs, loss, every input gradient:
-``experimental/torch_interpreter/testing/random_training.py``).
+``testing/random_training.py``).
 
 Run: ``python benchmarks/fuzz.py --n 10000 [--seed 0] [--out _doc/fuzz.rst] [--timeout 60] [--max-seconds T]``;
 ``python benchmarks/fuzz.py --training --n 2000 [--out _doc/fuzz_training.inc]``.
@@ -115,7 +115,7 @@ def summary(results: list[tuple[int, list[str], Outcome]], seed: int, elapsed: f
         "Program fuzzer",
         "==============",
         "",
-        "Random small programs of everyday ops (``experimental/torch_interpreter/testing/random_programs.py``: elementwise with broadcasting",
+        "Random small programs of everyday ops (``testing/random_programs.py``: elementwise with broadcasting",
         "and Python scalars, comparisons, reductions, softmax, matmul, views, cat/split, indexing, scatter, sort,",
         "casts, in-place ops, convolution, pooling, padding, normalization, activations) on random shapes and",
         "dtypes (float32, float16, bfloat16, int64, bool, mixed), a third ending with half-precision arithmetic",

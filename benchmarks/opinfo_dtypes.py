@@ -1,9 +1,9 @@
 """The OpInfo sweep per dtype: every OpInfo entry, for each of ``--dtypes`` it supports on the CPU, every sample
 (or the first ``--samples``) converted by ``to_onnx``, run with onnxruntime and compared with eager PyTorch
-(``experimental/torch_interpreter/testing/opinfo_sweep.py``, as ``pytest --opinfo-full`` does, without the official exporter).
+(``testing/opinfo_sweep.py``, as ``pytest --opinfo-full`` does, without the official exporter).
 
 One outcome per (op, dtype): the first failing sample, else ``pass``, else why nothing was compared. Each
-failure is checked against ``experimental/torch_interpreter/testing/opinfo_expected_failures.py`` (``reason_for``: ``op[dtype]``,
+failure is checked against ``testing/opinfo_expected_failures.py`` (``reason_for``: ``op[dtype]``,
 ``op[float32]``, ``op``):
 ``listed`` when it fails as its reason says, ``new`` otherwise. Outcomes are kept in ``--json`` after every op
 (``--resume`` goes on from there) and rendered as ``_doc/coverage_dtypes.inc``, included by the coverage page::
@@ -143,7 +143,7 @@ def render(data: dict, path: str = INC) -> str:
         "An (op, dtype) *passes* when every sample torch.export can export matches eager PyTorch (float16 and",
         "bfloat16 within 1e-2, or at least as close to the float64 result as eager; integers and booleans",
         "exactly); *n/a* when no sample could be compared (torch.export or eager PyTorch fails on it);",
-        "*expected failure* when it fails as ``experimental/torch_interpreter/testing/opinfo_expected_failures.py`` says, with the reason;",
+        "*expected failure* when it fails as ``testing/opinfo_expected_failures.py`` says, with the reason;",
         "*unexpected* otherwise. *Numeric mismatches* counts the outputs that differ from eager PyTorch",
         "(ONNX's defined behaviour where PyTorch's is not, listed as *by design*, excluded).",
         "",

@@ -2,12 +2,13 @@
 steps with ``torch.compile(model, backend=OrtBackend())`` and with eager PyTorch from the same weights and batches.
 
 Each (architecture, mode) runs in a subprocess of its own with a timeout. Per architecture: the status (``ok``: every
-graph in onnxruntime and the first step's loss and gradients equal to eager's; ``fallback``: a graph ran eagerly,
-the op named; ``precision``: the gradients differ, but eager float32 is itself as far from the same step in
-float64 (the backend within 3 times the relative L2 error of eager runs, one with the weights as they are and 3 with them moved by one ulp, per parameter); ``mismatch``; ``error``: the backend raised where eager runs;
-``timeout``; ``skip``: the model cannot be built or fails eagerly), the first step's time, the time the backend
-spent translating graphs and creating sessions over the 4 steps, and the median time of the next steps and the peak
-memory (resident set growth) as ratios to eager's::
+graph in onnxruntime and the first step's loss and gradients equal to eager's; ``fallback``: a graph ran eagerly, the op
+named; ``precision``: the gradients differ, but eager float32 is itself as far from the same step in float64 (the
+backend within 3 times the relative L2 error of eager runs, one with the weights as they are and 3 with them moved by
+one ulp, per parameter); ``mismatch``; ``error``: the backend raised where eager runs; ``timeout``; ``skip``: the model
+cannot be built or fails eagerly), the first step's time, the time the backend spent translating graphs and creating
+sessions over the 4 steps, and the median time of the next steps and the peak memory (resident set growth) as ratios to
+eager's::
 
     python benchmarks/train_zoo.py                                # the sample below (about 25 minutes)
     python benchmarks/train_zoo.py --all --limit 40               # the first 40 architectures of the sweep

@@ -218,6 +218,7 @@ def to_onnx(
         export_report.step("save", os.fspath(filename))
         return onnx_model if as_ir else onnx.load(os.fspath(filename), load_external_data=False)
 
+
 def _capture(model, args, kwargs, dynamic_shapes, dynamic_axes, input_names, output_names, autograd_functions,
              strict, capture_strategies, meta_weights, sets) -> Captured:
     """The ExportedProgram of ``model`` (an ExportedProgram is taken as it is), with the names of its dynamic axes,

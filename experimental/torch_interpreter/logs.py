@@ -136,10 +136,10 @@ def _redraws_in_place(file) -> bool:
 
 class ExportProgress:
     """A progress line on stderr for an export that takes longer than :data:`PROGRESS_DELAY` seconds: the step
-    running and the time spent (a tqdm bar where tqdm is installed and ``file`` is a terminal or a notebook's
-    output, else one line per step: a log file or a CI job gets lines, not a bar redrawn with carriage returns),
-    nothing for a short export, nor when ``enabled`` is False (``verbose`` logs the steps). A thread wakes each second to redraw it, so
-    that a long capture shows it moves.
+    running and the time spent (a tqdm bar where tqdm is installed and ``file`` is a terminal or a notebook's output,
+    else one line per step: a log file or a CI job gets lines, not a bar redrawn with carriage returns), nothing for a
+    short export, nor when ``enabled`` is False (``verbose`` logs the steps). A thread wakes each second to redraw it,
+    so that a long capture shows it moves.
 
     >>> import io
     >>> out = io.StringIO()

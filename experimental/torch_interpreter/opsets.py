@@ -56,8 +56,9 @@ def _ort_loads(ort: Any, opset: int) -> bool:
 
 
 def check_opset(target_opset: int, keyword: str = "target_opset") -> None:
-    """Raises :class:`OpsetError` when the converters (opset :data:`MIN_OPSET` or more), the installed onnx or onnxruntime cannot
-    handle ``target_opset``; ``keyword`` is the name the user gave it (``opset_version`` for torch.onnx's).
+    """Raises :class:`OpsetError` when the converters (opset :data:`MIN_OPSET` or more), the installed onnx or
+    onnxruntime cannot handle ``target_opset``; ``keyword`` is the name the user gave it (``opset_version`` for
+    torch.onnx's).
 
     >>> check_opset(18)
     >>> check_opset(17, "opset_version")

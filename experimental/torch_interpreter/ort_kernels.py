@@ -83,13 +83,13 @@ CPU_FLOAT16 = frozenset(
 )
 
 #: op types with a bfloat16 kernel on onnxruntime's CUDA provider, registered at the op's latest ONNX version (an
-#: open-ended registration matches that version only): the same kernel at every opset from 18 on, or from the op's
-#: first version (``Gelu``: 20, ``Attention`` and ``RotaryEmbedding``: 23). Read from onnxruntime's kernel registrations
-#: (``cuda_execution_provider.cc``, main of February 2026; ``tensor/gelu.cc``, ``llm/attention.cc``), and the
-#: bfloat16 kernel classes of ``Gelu``, ``Attention`` and ``RotaryEmbedding`` seen in onnxruntime-gpu 1.31.1's CUDA
-#: provider library;
-#: ops whose bfloat16 kernel came with a later ONNX version (Conv-22, AveragePool-22...) are left out: at opset 18 their older CUDA kernel has no bfloat16. A model made for
-#: CUDA only computes these in bfloat16 (CUDA computes each in float32 and rounds once), the others as on the CPU.
+#: open-ended registration matches that version only): the same kernel at every opset from 18 on, or from the op's first
+#: version (``Gelu``: 20, ``Attention`` and ``RotaryEmbedding``: 23). Read from onnxruntime's kernel registrations
+#: (``cuda_execution_provider.cc``, main of February 2026; ``tensor/gelu.cc``, ``llm/attention.cc``), and the bfloat16
+#: kernel classes of ``Gelu``, ``Attention`` and ``RotaryEmbedding`` seen in onnxruntime-gpu 1.31.1's CUDA provider
+#: library; ops whose bfloat16 kernel came with a later ONNX version (Conv-22, AveragePool-22...) are left out: at opset
+#: 18 their older CUDA kernel has no bfloat16. A model made for CUDA only computes these in bfloat16 (CUDA computes each
+#: in float32 and rounds once), the others as on the CPU.
 CUDA_BFLOAT16 = frozenset(
     {
         *("Add", "Sub", "Mul", "Div", "Pow", "Neg", "Abs", "Sqrt", "Exp", "Tanh", "Erf", "Sigmoid", "Relu"),

@@ -4,8 +4,8 @@ the export policy that decides which become one ``com.microsoft::PythonOp`` node
 
 :func:`with_custom_ops` returns the registry ``to_onnx`` translates with, completed by the fallback converter
 (``ops/python_op.py``, found in the registry under :data:`PYTHON_OP` with
-:meth:`~experimental.torch_interpreter.translation.registry.Registry.fallback`) for every custom op of the graph the policy
-sends to ``python_op``; :func:`missing_hint`, installed in the registry, names the option when a custom op has no
+:meth:`~experimental.torch_interpreter.translation.registry.Registry.fallback`) for every custom op of the graph the
+policy sends to ``python_op``; :func:`missing_hint`, installed in the registry, names the option when a custom op has no
 converter. How one call is written into the node and read back is :mod:`.encoding`'s; the runtime side is
 ``runtime/custom_op_calls.py``.
 """

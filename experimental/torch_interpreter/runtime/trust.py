@@ -52,10 +52,10 @@ def registration_file(op: torch._ops.OpOverload) -> str | None:
 
 def torch_owned(op: torch._ops.OpOverload) -> bool:
     """Whether ``op`` belongs to torch (deny by default): a namespace of torch's
-    (:func:`~experimental.torch_interpreter.provenance.is_torch_namespace`), an op whose defining Python module is torch's (``torch.library.custom_op``, a fake kernel), whose
-    schema was registered by a file of torch's package (``torch.library.Library`` in ``torch.distributed``,
-    ``torch._dynamo``...), or whose origin is unknown. A user's op, defined in Python outside torch or compiled
-    into an extension whose namespace torch does not use, is not.
+    (:func:`~experimental.torch_interpreter.provenance.is_torch_namespace`), an op whose defining Python module is
+    torch's (``torch.library.custom_op``, a fake kernel), whose schema was registered by a file of torch's package
+    (``torch.library.Library`` in ``torch.distributed``, ``torch._dynamo``...), or whose origin is unknown. A user's op,
+    defined in Python outside torch or compiled into an extension whose namespace torch does not use, is not.
 
     >>> torch_owned(torch.ops.aten.relu.default)
     True

@@ -1,5 +1,5 @@
-"""The random programs of ``testing/random_programs.py`` trained through the ``torch.compile`` backend: the outputs, a loss and
-the gradient of every floating input compared with eager PyTorch.
+"""The random programs of :mod:`.random_programs` trained through the ``torch.compile`` backend: the outputs, a loss
+and the gradient of every floating input compared with eager PyTorch.
 
 Each floating input becomes a leaf that requires grad; the program receives a copy of it (programs may write into
 their inputs). The loss is the sum of every floating output, in float32, weighted by fixed random numbers. The

@@ -2,7 +2,8 @@
 translated by the project's converters and run by onnxruntime, a custom ``torch.autograd.Function`` kept as one
 ``PythonOp`` / ``PythonOpGrad`` pair.
 
-* :mod:`.backend`: :class:`OrtBackend` (:class:`GraphRecord`: what it compiled) and the ``"aten2onnx"`` backend, :func:`keep_functions`;
+* :mod:`.backend`: :class:`OrtBackend` (:class:`GraphRecord`: what it compiled) and the ``"aten2onnx"`` backend,
+  :func:`keep_functions`;
 * :mod:`.options`: :class:`BackendOptions`;
 * :mod:`.graph_translation`: one FX graph -> one ONNX model;
 * :mod:`.compiled_graph`: the model run on torch tensors;

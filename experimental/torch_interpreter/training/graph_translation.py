@@ -30,8 +30,9 @@ WITH_EFFECTS = "higher_order::with_effects"
 
 
 def _raise_if_missing(gm: torch.fx.GraphModule, registry: Registry) -> None:
-    """:func:`~experimental.torch_interpreter.translation.interpreter.raise_if_missing`, where a call of an op with side effects
-    is named by that op, not by the ``with_effects`` wrapper (no converter registered for either would run it)."""
+    """:func:`~experimental.torch_interpreter.translation.interpreter.raise_if_missing`, where a call of an op with side
+    effects is named by that op, not by the ``with_effects`` wrapper (no converter registered for either would run
+    it)."""
     missing = missing_converters(gm, registry)
     effects = missing.pop(WITH_EFFECTS, None)
     if not effects:
