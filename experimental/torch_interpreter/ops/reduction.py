@@ -61,12 +61,17 @@ def _reduce(
     return kernel_op(ctx, op_type, ctx.cast(x, dtype), *ax, dtype=dtype, keepdims=int(keepdim))
 
 
+def _reduced_axes(dim: Dims, rank: int) -> list[int]:
+    """The reduced axes of an input of rank ``rank`` as non-negative ints (every axis for None or ``[]``)."""
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return list(range(rank))
+    return sorted({normalize_dim(d, rank) for d in ([dim] if isinstance(dim, int) else dim)})
+
+
 def _reduced_sizes(ctx: NodeContext, dim: Dims) -> list[Any]:
     """The sizes (ints or SymInts) of the reduced axes of the node's input."""
     shape = ctx.arg_val(0).shape
-    if dim is None or (not isinstance(dim, int) and len(dim) == 0) or len(shape) == 0:
-        return list(shape)
-    return [shape[normalize_dim(d, len(shape))] for d in ([dim] if isinstance(dim, int) else dim)]
+    return [shape[a] for a in _reduced_axes(dim, len(shape))] if len(shape) else []
 
 
 def _accumulate(ctx: NodeContext, op_type: str, x: ir.Value, dim: Dims, keepdim: bool) -> ir.Value:
@@ -263,13 +268,6 @@ def _var_mean(
     if not keepdim:
         mean = ctx.op("Squeeze", mean, *ax)
     return var, mean
-
-
-def _reduced_axes(dim: Dims, rank: int) -> list[int]:
-    """The reduced axes of an input of rank ``rank`` as non-negative ints (every axis for None or ``[]``)."""
-    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
-        return list(range(rank))
-    return sorted({normalize_dim(d, rank) for d in ([dim] if isinstance(dim, int) else dim)})
 
 
 def _correction(unbiased: bool) -> int:
