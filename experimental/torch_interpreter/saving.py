@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 
@@ -48,9 +49,10 @@ def release_mapped(*tensors: ir.TensorProtocol) -> None:
 
 
 def staging_folder(parent: str, prefix: str) -> str:
-    """A new empty folder under ``parent`` to write files into before they are moved where they belong, with the
-    permissions any new folder gets (``tempfile.mkdtemp`` makes it readable by its owner only, which a folder that
-    is renamed into place and then read by another user, a service serving the model, must not keep).
+    """A new empty folder under ``parent`` (named ``prefix`` and a random part) to write files into before they are
+    moved where they belong, with the permissions any new folder gets: ``tempfile.mkdtemp`` makes it readable by its
+    owner only, which a folder renamed into place and then read by another user (a service serving the model) must
+    not keep.
 
     Example::
 
@@ -60,11 +62,13 @@ def staging_folder(parent: str, prefix: str) -> str:
         >>> stat.S_IMODE(os.stat(folder).st_mode) == 0o777 & ~mask
         True
     """
-    folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(folder, 0o777 & ~mask)
-    return folder
+    while True:
+        folder = os.path.join(parent, prefix + secrets.token_hex(6))
+        try:
+            os.mkdir(folder)  # the default mode, less the process's umask
+        except FileExistsError:
+            continue
+        return folder
 
 
 def save(model: ir.Model, filename: str | os.PathLike, external_data: bool | None = None) -> list[str]:
