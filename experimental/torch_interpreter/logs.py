@@ -7,6 +7,8 @@ import contextlib
 import inspect
 import logging
 import os
+import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -124,8 +126,6 @@ PROGRESS_DELAY = 3.0
 def _redraws_in_place(file) -> bool:
     """Whether ``file`` shows a line redrawn with carriage returns as one line: a terminal, or the output of a
     Jupyter kernel (whose stderr is no terminal, and where tqdm draws a widget)."""
-    import sys
-
     try:
         if file.isatty():
             return True
@@ -155,9 +155,6 @@ class ExportProgress:
         self, steps: tuple[str, ...], *, delay: float | None = None, file=None, use_tqdm: bool = True,
         enabled: bool = True,
     ):
-        import sys
-        import threading
-
         self.enabled = enabled
         self.steps, self.delay = steps, PROGRESS_DELAY if delay is None else delay
         self.file = file if file is not None else sys.stderr
