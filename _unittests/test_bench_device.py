@@ -27,6 +27,7 @@ def test_cuda_without_gpu_measures_nothing():
     assert "--device cuda: torch sees no CUDA device; nothing measured" in proc.stdout
 
 
+@pytest.mark.heavy  # 24 s; test_cuda_without_gpu_measures_nothing runs the script by default
 def test_cpu_quick_rows(tmp_path):
     """BERT in float32 and float16: every variant checked against eager and timed, the table written."""
     path, table = tmp_path / "rows.json", tmp_path / "table.rst"
