@@ -130,22 +130,32 @@ def test_group_query_attention_kept_only_when_it_gives_pytorchs_logits(folders, 
     _same_tokens(src, package.folder, PROMPTS)
 
 
-def test_shared_buffer_check_sees_a_wrong_rotary_table(folders):
-    """The check itself: a rewritten decoder whose cosine table is off by one position differs from PyTorch."""
+@pytest.mark.parametrize("dtype, provider", [(torch.float32, "cpu"), (torch.bfloat16, "cuda")], ids=["fp32", "bf16"])
+def test_shared_buffer_check_sees_a_wrong_rotary_table(folders, dtype, provider):
+    """The check itself: a rewritten decoder whose cosine table is off by one position differs from PyTorch; in
+    bfloat16 (for CUDA), checked on the CPU as its float32 twin against the model in float32."""
+    import copy
+
     import onnx_ir as ir
 
     from experimental.torch_interpreter import bypass_export_some_errors, to_onnx
+    from experimental.torch_interpreter.genai.float32_twin import float32_twin
     from experimental.torch_interpreter.genai.group_query_attention import fuse_group_query_attention
     from experimental.torch_interpreter.genai.inputs import decoder_inputs
     from experimental.torch_interpreter.genai.last_token import LastTokenLogits
     from experimental.torch_interpreter.genai.shared_buffer_check import check_shared_buffer
 
-    lm = transformers.AutoModelForCausalLM.from_pretrained(folders("llama")).eval()
+    lm = transformers.AutoModelForCausalLM.from_pretrained(folders("llama"), dtype=dtype).eval()
     inputs = decoder_inputs(lm)
     with bypass_export_some_errors(patch_transformers=True) as adapt:
         onx = to_onnx(LastTokenLogits(lm), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
-                      optimize="onnxruntime", providers="cpu", as_ir=True)
+                      optimize="onnxruntime", providers=provider, as_ir=True)
     assert fuse_group_query_attention(onx, 64).layers == 2
+    if dtype == torch.bfloat16:
+        twin = float32_twin(onx)
+        assert {v.dtype for v in onx.graph.inputs[2:]} == {ir.DataType.BFLOAT16}
+        assert {v.dtype for v in twin.graph.inputs[2:]} == {ir.DataType.FLOAT}
+        onx, lm = twin, copy.deepcopy(lm).to(torch.float32)
     args = (lm, inputs.cache_argument, PAD, inputs.kv_heads, inputs.head_size)
     assert check_shared_buffer(onx, *args) == ""
     cos = onx.graph.initializers["cos_cache"]
@@ -237,11 +247,14 @@ def test_products_as_matmul_keep_the_numbers():
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_half_package_for_cuda(folders, tmp_path, precision):
-    """A package made for CUDA: the weights in the precision, CUDA named in genai_config.json, and (bf16) every
-    bfloat16 node an op CUDA has a bfloat16 kernel for (the CPU has none for most)."""
+    """A package made for CUDA: the weights in the precision, CUDA named in genai_config.json, the cache written in
+    place by GroupQueryAttention (checked on the CPU), and (bf16) every bfloat16 node an op CUDA has a bfloat16
+    kernel for (the CPU has none for most)."""
     src = folders("llama")
     package = export_genai(src, tmp_path / "pkg", precision=precision, provider="cuda")
     assert package.config["model"]["decoder"]["session_options"]["provider_options"] == [{"cuda": {}}]
+    assert package.attention == "GroupQueryAttention" and package.op_counts["GroupQueryAttention"] == 2
+    assert package.config["search"]["past_present_share_buffer"] is True
     onx = onnx.load(os.path.join(package.folder, "model.onnx"), load_external_data=False)
     dtype = onnx.TensorProto.FLOAT16 if precision == "fp16" else onnx.TensorProto.BFLOAT16
     assert onx.graph.output[0].type.tensor_type.elem_type == dtype

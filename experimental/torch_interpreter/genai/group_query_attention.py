@@ -172,6 +172,11 @@ def rotary_tables(model: ir.Model, cos: ir.Value, sin: ir.Value, length: int) ->
     needed = _graph_inputs_of(graph, [cos, sin])
     sub = ir.convenience.extract(graph, needed, [cos, sin])
     sub.opset_imports.update(graph.opset_imports)
+    for index, table in enumerate(list(sub.outputs)):
+        if table.dtype == ir.DataType.BFLOAT16:  # read as float32 (exactly): numpy has no bfloat16 of its own
+            cast = ir.node("Cast", [table], attributes={"to": ir.DataType.FLOAT}, name=f"rotary_table_{index}")
+            sub.append(cast)
+            sub.outputs[index] = cast.outputs[0]
     proto = ir.to_proto(ir.Model(sub, ir_version=model.ir_version))
     feeds = {}
     for value in needed:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from ..logs import verbosity
 from ..onnx_export_errors import bypass_export_some_errors
 from ..saving import save, staging_folder
 from .config import context_length, genai_config, special_tokens
+from .float32_twin import float32_twin
 from .group_query_attention import fuse_group_query_attention
 from .inputs import decoder_inputs
 from .last_token import LastTokenLogits
@@ -161,10 +163,12 @@ def _decoder(module: torch.nn.Module, inputs: Any, provider: str, weights: str |
 def _group_query_attention(onx: ir.Model, lm: CausalLM, inputs: Any, generation: Any, provider: str,
                            dtype: torch.dtype) -> tuple[ir.Model, str]:
     """The decoder with ``GroupQueryAttention`` and the cache written in place when the rewrite applies and gives
-    PyTorch's logits (checked on the CPU; for a model on the meta device, on its twin: :mod:`.twin`), else the
-    decoder as exported; and which attention it has (with the reason when it is not ``GroupQueryAttention``)."""
-    if provider != "cpu":
-        return onx, "Attention (GroupQueryAttention is checked on the CPU only: packages for CUDA keep Attention)"
+    PyTorch's logits (checked on the CPU; for a model on the meta device, on its twin: :mod:`.twin`; in half
+    precision, the graph's float32 twin against the model in float32: :mod:`.float32_twin`), else the decoder as
+    exported; and which attention it has (with the reason when it is not ``GroupQueryAttention``)."""
+    if provider == "cuda" and dtype == torch.float32:
+        return onx, ("Attention (onnxruntime's CUDA GroupQueryAttention takes float16 and bfloat16 only: a float32 "
+                     "package for CUDA keeps Attention)")
     candidate = onx.clone()
     fusion = fuse_group_query_attention(candidate, context_length(lm.config))
     if not fusion.layers:
@@ -178,6 +182,9 @@ def _group_query_attention(onx: ir.Model, lm: CausalLM, inputs: Any, generation:
         twin_fusion = fuse_group_query_attention(checked_candidate, context_length(lm.config))
         if not twin_fusion.layers:
             return onx, f"Attention (GroupQueryAttention did not apply to the model's twin: {twin_fusion.reason})"
+    if dtype != torch.float32:  # the rewrite's form checked in float32, not half precision's rounding
+        checked_candidate = float32_twin(checked_candidate)
+        checked = copy.deepcopy(checked).to(torch.float32)
     pad = special_tokens(lm.config.get_text_config(decoder=True), generation)[2]
     problem = check_shared_buffer(checked_candidate, checked, checked_inputs.cache_argument, pad,
                                   checked_inputs.kv_heads, checked_inputs.head_size)
