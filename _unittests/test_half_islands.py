@@ -116,6 +116,9 @@ def _tiny(name: str, dtype: torch.dtype):
     if name == "llama":
         model = transformers.LlamaForCausalLM(transformers.LlamaConfig(num_key_value_heads=2, **small))
         inputs = {"input_ids": ids, "attention_mask": mask}
+    elif name == "gemma":
+        model = transformers.GemmaForCausalLM(transformers.GemmaConfig(num_key_value_heads=2, head_dim=16, **small))
+        inputs = {"input_ids": ids, "attention_mask": mask}
     else:
         model = transformers.BertModel(transformers.BertConfig(type_vocab_size=2, **small))
         inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
@@ -146,6 +149,39 @@ def test_transformers_half_models_for_cuda_keep_no_float32_island(name, dtype):
     if name == "llama":
         anywhere = to_onnx(model, kwargs=inputs, optimize="onnxruntime")
         assert "RotaryEmbedding" not in {n.op_type for n in anywhere.graph.node}
+
+
+def _mixed_norms(onx: onnx.ModelProto) -> list[tuple[str, int, int]]:
+    """The normalizations whose input and scale element types differ: (op type, input type, scale type)."""
+    inferred = onnx.shape_inference.infer_shapes(onx)
+    types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.input]}
+    types.update({i.name: i.data_type for i in onx.graph.initializer})
+    scale = {"SimplifiedLayerNormalization": 1, "LayerNormalization": 1, "SkipSimplifiedLayerNormalization": 2,
+             "SkipLayerNormalization": 2}
+    return [(n.op_type, types.get(n.input[0]), types.get(n.input[scale[n.op_type]]))
+            for n in onx.graph.node if n.op_type in scale
+            and types.get(n.input[0]) != types.get(n.input[scale[n.op_type]])]
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_half_gemma_for_cuda_normalizes_in_one_type(dtype):
+    """Gemma's RMS norm casts the half residual to float32 and scales by a float32 weight: the fused
+    SkipSimplifiedLayerNormalization read a float16 input with a float32 gamma, a model onnxruntime refused on every
+    provider ("Type parameter (T) bound to different types"), and a bfloat16 -> float32 SimplifiedLayerNormalization
+    has no CUDA kernel. Each norm now reads its input cast to the scale's type; in float16 the model runs on the
+    CPU and gives eager's logits."""
+    model, inputs = _tiny("gemma", DTYPES[dtype])
+    onx = to_onnx(model, kwargs=inputs, optimize="onnxruntime", providers="cuda")
+    assert not _mixed_norms(onx), _mixed_norms(onx)
+    assert {"SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization"} & {n.op_type for n in onx.graph.node}
+    if dtype == "bfloat16":
+        assert not bfloat16_nodes_without_cuda_kernel(onx)
+        return
+    got = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {k: v.numpy() for k, v in inputs.items()})[0]
+    with torch.no_grad():
+        expected = model(**inputs).logits.float().numpy()
+    np.testing.assert_allclose(got.astype(np.float32), expected, atol=2e-2, rtol=2e-2)
 
 
 def test_bfloat16_model_for_cuda_on_the_cpu_is_a_clear_error():

@@ -35,6 +35,7 @@ from .onnxscript_adapter import (
     split_batch_transposes,
     split_constant_of_shape_casts,
 )
+from .norm_types import uniform_norm_types
 from .packed_attention import PackedAttentionPass
 from .packed_projections import PackedProjectionsPass
 from .rewrite import STAGES, Rewrite, Stage, ir_pass, rules
@@ -102,6 +103,10 @@ PIPELINE: tuple[Rewrite, ...] = (
     Rewrite("fused_matmul_batch_transposes", "onnxruntime", split_batch_transposes,
             why="undoes onnxscript's FusedMatMul batch transposes onnxruntime cannot run; right after the "
                 "fusions that made them"),
+    Rewrite("uniform_norm_types", "onnxruntime", uniform_norm_types,
+            why="a normalization whose input and scale types differ (a half residual normalized in float32) reads "
+                "its input cast to the scale's type: the skip kernels bind one type (onnxruntime refused the "
+                "model), CUDA has no bfloat16 -> float32 one; right after the fusions that made them"),
     Rewrite("skip_norms_unfused", "onnxruntime", unfuse_skip_norms,
             why="residual + norm kernels whose sum is read again given back as Add + norm (slower fused on "
                 "onnxruntime's CPU); after the fusions that made them"),
