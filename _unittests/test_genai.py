@@ -19,7 +19,10 @@ from experimental.torch_interpreter import GenAIError, export_genai  # noqa: E40
 from experimental.torch_interpreter.cli import main  # noqa: E402
 from experimental.torch_interpreter.genai.generate import genai_greedy, transformers_greedy  # noqa: E402
 from experimental.torch_interpreter.genai.tiny import PAD, write_random_causal_lm  # noqa: E402
-from experimental.torch_interpreter.testing.check import bfloat16_nodes_without_cuda_kernel  # noqa: E402
+from experimental.torch_interpreter.testing.check import (  # noqa: E402
+    bfloat16_nodes_without_cuda_kernel,
+    nodes_without_cuda_kernel,
+)
 
 #: a prompt, and a batch of two prompts of different lengths (padded by each runtime the way it reads padding)
 PROMPTS = [[1, 5, 17, 33, 8, 99, 4], [1, 44, 7]]
@@ -245,22 +248,25 @@ def test_products_as_matmul_keep_the_numbers():
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("precision", ["fp16", "bf16"])
-def test_half_package_for_cuda(folders, tmp_path, precision):
+@pytest.mark.parametrize("family", ["llama", "gemma"])
+@pytest.mark.parametrize("precision", ["fp16", "bf16", "int4"])
+def test_half_package_for_cuda(folders, tmp_path, precision, family):
     """A package made for CUDA: the weights in the precision, CUDA named in genai_config.json, the cache written in
-    place by GroupQueryAttention (checked on the CPU), and (bf16) every bfloat16 node an op CUDA has a bfloat16
-    kernel for (the CPU has none for most)."""
-    src = folders("llama")
+    place by GroupQueryAttention (checked on the CPU), every node an op CUDA has a kernel for in its types (a node
+    on the CPU would cost a copy each way and keep CUDA graphs off; Gemma: its norm in float32)."""
+    src = folders(family)
     package = export_genai(src, tmp_path / "pkg", precision=precision, provider="cuda")
     assert package.config["model"]["decoder"]["session_options"]["provider_options"] == [{"cuda": {}}]
     assert package.attention == "GroupQueryAttention" and package.op_counts["GroupQueryAttention"] == 2
     assert package.config["search"]["past_present_share_buffer"] is True
     onx = onnx.load(os.path.join(package.folder, "model.onnx"), load_external_data=False)
-    dtype = onnx.TensorProto.FLOAT16 if precision == "fp16" else onnx.TensorProto.BFLOAT16
+    dtype = onnx.TensorProto.BFLOAT16 if precision == "bf16" else onnx.TensorProto.FLOAT16
     assert onx.graph.output[0].type.tensor_type.elem_type == dtype
     assert {i.type.tensor_type.elem_type for i in onx.graph.input[3:]} == {dtype}
+    full = onnx.load(os.path.join(package.folder, "model.onnx"))
+    assert not nodes_without_cuda_kernel(full), sorted(nodes_without_cuda_kernel(full))
     if precision == "bf16":
-        missing = bfloat16_nodes_without_cuda_kernel(onnx.load(os.path.join(package.folder, "model.onnx")))
+        missing = bfloat16_nodes_without_cuda_kernel(full)
         assert not missing, f"bfloat16 nodes with no CUDA kernel: {sorted(missing)}"
     # the last token's index and its NaN guard: ArgMax of floats (CUDA registers ArgMax for floating types only),
     # not of an int64 or a uint8, which would run on the CPU

@@ -247,3 +247,29 @@ def test_sign_guard_only_where_the_cpu_runs_the_model():
     imitated, count = imitate_cuda(cuda)
     assert count.get("Sign"), count
     np.testing.assert_array_equal(_cpu(imitated, x)[0], expected)
+
+
+def test_nodes_without_cuda_kernel_reads_types_and_combinations():
+    """The static check of a model made for CUDA: an int64 ArgMax (CUDA has float ones only), a bfloat16 input
+    normalized with a float32 scale (no such CUDA kernel) and an op the table does not list are reported; the same
+    ops in the types CUDA takes are not."""
+    from onnx import TensorProto, helper
+
+    from experimental.torch_interpreter.testing.check import nodes_without_cuda_kernel
+
+    def model(x_type, scale_type, op="ArgMax"):
+        nodes = [helper.make_node(op, ["x"], ["i"], keepdims=0),
+                 helper.make_node("SimplifiedLayerNormalization", ["x", "s"], ["y"], epsilon=1e-6)]
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", x_type, [2, 4]),
+                                               helper.make_tensor_value_info("s", scale_type, [4])],
+                                  [helper.make_tensor_value_info("i", TensorProto.INT64, [2]),
+                                   helper.make_tensor_value_info("y", scale_type, [2, 4])])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+
+    assert nodes_without_cuda_kernel(model(TensorProto.FLOAT16, TensorProto.FLOAT)) == set()
+    assert nodes_without_cuda_kernel(model(TensorProto.BFLOAT16, TensorProto.BFLOAT16, op="ReduceMax")) == {
+        ("", "ReduceMax", "BFLOAT16")}
+    assert nodes_without_cuda_kernel(model(TensorProto.INT64, TensorProto.FLOAT)) == {
+        ("", "ArgMax", "INT64"), ("", "SimplifiedLayerNormalization", "INT64, FLOAT")}
+    assert nodes_without_cuda_kernel(model(TensorProto.BFLOAT16, TensorProto.FLOAT, op="Hardmax")) == {
+        ("", "Hardmax", "BFLOAT16"), ("", "SimplifiedLayerNormalization", "BFLOAT16, FLOAT")}

@@ -131,3 +131,54 @@ CUDA_ANY_TYPE_MOVES = frozenset({"GatherElements"})
 
 #: the types of ONNX's ``Attention`` on onnxruntime's CPU (opset 23)
 ATTENTION_TYPES = frozenset({FLOAT, F16, ir.DataType.DOUBLE})
+
+_CUDA_FLOATS = frozenset({BF16, D.DOUBLE, FLOAT, F16})
+_CUDA_NUMBERS = _CUDA_FLOATS | {D.INT8, D.INT16, D.INT32, INT64, D.UINT8, D.UINT16, D.UINT32, D.UINT64}
+_CUDA_COMPARED = frozenset({D.DOUBLE, FLOAT, F16, D.INT32, INT64, D.UINT32, D.UINT64})
+_MS = "com.microsoft"
+
+#: the element types of its first input (``Where``: of its values) each op takes on onnxruntime's CUDA provider, in a
+#: model of opset 23 (ONNX ops) and version 1 of com.microsoft; ``None``: every type. Read from onnxruntime's table of
+#: registered kernels (``docs/OperatorKernels.md``, CUDAExecutionProvider, main of 2026) for the ops a model made for
+#: CUDA holds (a language model's decoder, its cache and its last-token selection), and from the kernel classes in
+#: onnxruntime-gpu 1.31.1's CUDA provider library (``ArgMax<float>``, ``GroupQueryAttention<BFloat16, ...>``...). An op
+#: not listed has not been checked: :func:`~experimental.torch_interpreter.testing.check.nodes_without_cuda_kernel`
+#: reports it.
+CUDA_TYPES: dict[tuple[str, str], frozenset | None] = {
+    **{("", op): None for op in (*MOVES, "GatherElements", "Expand", "Shape", "Cast", "ConstantOfShape", "Trilu",
+                                 "ScatterND", "ScatterElements", "GatherND", "Size")},
+    **{("", op): _CUDA_NUMBERS for op in ("Add", "Sub", "Mul", "Div", "Abs", "Sign")},
+    ("", "Neg"): _CUDA_FLOATS | {D.INT8, D.INT16, D.INT32, INT64},
+    ("", "Pow"): _CUDA_FLOATS | {D.INT32, INT64},
+    **{("", op): _CUDA_FLOATS for op in ("Sigmoid", "Tanh", "Relu", "Sqrt", "Erf", "Exp", "Softmax", "MatMul", "Gemm",
+                                         "Gelu", "Sum", "IsNaN", "IsInf", "LayerNormalization",
+                                         "SimplifiedLayerNormalization", "HardSigmoid", "HardSwish")},
+    **{("", op): frozenset({D.DOUBLE, FLOAT, F16}) for op in ("ArgMax", "ArgMin", "Cos", "Sin", "Log", "Reciprocal",
+                                                               "Floor", "Ceil", "Round", "LogSoftmax", "Softplus")},
+    **{("", op): frozenset({BF16, FLOAT, F16}) for op in ("Attention", "RotaryEmbedding")},
+    ("", "ReduceMax"): frozenset({D.DOUBLE, FLOAT, F16, D.INT32, INT64}),
+    ("", "ReduceMin"): frozenset({D.DOUBLE, FLOAT, F16, D.INT32, INT64, D.INT8, D.UINT8}),
+    ("", "ReduceSum"): _CUDA_FLOATS | {D.INT32, INT64},
+    ("", "ReduceMean"): frozenset({D.DOUBLE, FLOAT, F16, D.INT32}),
+    ("", "Range"): frozenset({D.DOUBLE, FLOAT, D.INT16, D.INT32, INT64}),
+    ("", "Where"): _CUDA_FLOATS | {D.INT32, INT64, D.UINT8},
+    ("", "Equal"): _CUDA_COMPARED | {BOOL},
+    **{("", op): _CUDA_COMPARED for op in ("Less", "LessOrEqual", "Greater", "GreaterOrEqual")},
+    **{("", op): frozenset({BOOL}) for op in ("And", "Or", "Not", "Xor")},
+    **{("", op): _CUDA_FLOATS | {D.INT32, INT64, D.UINT32, D.UINT64} for op in ("Max", "Min", "Mod")},
+    ("", "Tile"): _CUDA_FLOATS | {D.INT32, INT64},
+    ("", "CumSum"): frozenset({D.DOUBLE, FLOAT, F16, D.INT32, INT64, D.UINT32, D.UINT64}),
+    ("", "TopK"): frozenset({D.DOUBLE, FLOAT, F16, D.INT32, INT64}),
+    ("", "Clip"): frozenset({D.DOUBLE, FLOAT, F16, INT64, D.INT8, D.UINT64, D.UINT8}),
+    **{(_MS, op): _CUDA_FLOATS for op in ("FusedMatMul", "Gelu", "FastGelu", "BiasGelu", "QuickGelu")},
+    **{(_MS, op): frozenset({BF16, FLOAT, F16}) for op in ("SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+                                                           "RotaryEmbedding", "Attention", "MultiHeadAttention",
+                                                           "MatMulNBits")},
+    (_MS, "GroupQueryAttention"): frozenset({BF16, F16}),
+}
+
+#: the (input, scale) element types of ``SimplifiedLayerNormalization`` on CUDA: ``LayerNorm<T, float, V, true>``
+#: kernels of onnxruntime-gpu 1.31.1 (float16 -> float32, no bfloat16 -> float32); the other normalizations take one
+#: type
+CUDA_SIMPLIFIED_NORM_TYPES = frozenset({(FLOAT, FLOAT), (D.DOUBLE, D.DOUBLE), (F16, F16), (F16, FLOAT), (FLOAT, F16),
+                                        (BF16, BF16)})

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnx_ir as ir
 import torch
 from torch.utils._pytree import tree_leaves
 
@@ -158,6 +159,36 @@ def check_dynamic(
         other = rand(*shape, dtype=x.dtype, normal=True)
     dynamic_shapes = ({i: _AXIS_NAMES.get(i, f"dim{i}") for i in dynamic},)
     return check_model(model, (x,), dynamic_shapes=dynamic_shapes, more_inputs=[((other,), None)], **kwargs)
+
+
+def nodes_without_cuda_kernel(onx: onnx.ModelProto) -> set[tuple[str, str, str]]:
+    """The (domain, op type, element types) of the nodes of ``onx`` onnxruntime's CUDA provider has no kernel for
+    (:data:`~experimental.torch_interpreter.ort_kernels.CUDA_TYPES`): each would run on the CPU, with a copy each way,
+    and keep onnxruntime-genai from capturing a CUDA graph. An op the table does not list, or a node whose input type
+    is unknown, counts as one."""
+    from ..ort_kernels import CUDA_SIMPLIFIED_NORM_TYPES, CUDA_TYPES
+
+    inferred = onnx.shape_inference.infer_shapes(onx)
+    types = {v.name: v.type.tensor_type.elem_type
+             for v in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]}
+    types.update({i.name: i.data_type for i in onx.graph.initializer})
+    missing = set()
+    for node in onx.graph.node:
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        taken = CUDA_TYPES.get((domain, node.op_type), ())
+        if taken is None:
+            continue
+        read = [ir.DataType(types[name]) if types.get(name) else None for name in node.input]
+        typed = read[1 if node.op_type == "Where" else 0] if read else None
+        if node.op_type == "SimplifiedLayerNormalization":
+            ok = (read[0], read[1]) in CUDA_SIMPLIFIED_NORM_TYPES
+        elif node.op_type in ("LayerNormalization", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization"):
+            ok = typed in taken and len({t for t in read[:3] if t is not None}) == 1
+        else:
+            ok = typed in taken
+        if not ok:
+            missing.add((domain, node.op_type, ", ".join(t.name if t else "?" for t in read)))
+    return missing
 
 
 def bfloat16_nodes_without_cuda_kernel(onx: onnx.ModelProto) -> set[tuple[str, str]]:
