@@ -248,9 +248,9 @@ def test_products_as_matmul_keep_the_numbers():
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("family", ["llama", "gemma"])
-@pytest.mark.parametrize("precision", ["fp16", "bf16", "int4"])
-def test_half_package_for_cuda(folders, tmp_path, precision, family):
+@pytest.mark.parametrize("family, precision", [("llama", "fp16"), ("llama", "bf16"), ("gemma", "bf16"),
+                                               ("gemma", "int4")])
+def test_half_package_for_cuda(folders, tmp_path, family, precision):
     """A package made for CUDA: the weights in the precision, CUDA named in genai_config.json, the cache written in
     place by GroupQueryAttention (checked on the CPU), every node an op CUDA has a kernel for in its types (a node
     on the CPU would cost a copy each way and keep CUDA graphs off; Gemma: its norm in float32)."""
