@@ -29,7 +29,6 @@ from .float32_twin import float32_twin
 from .group_query_attention import fuse_group_query_attention
 from .inputs import decoder_inputs
 from .last_token import LastTokenLogits
-from .one_row_weights import one_row_weights
 from .quantize import quantize_int4
 from .shared_buffer_check import check_shared_buffer
 from .source import CausalLM, load_causal_lm
@@ -128,8 +127,6 @@ def export_genai(
         onx, attention = _group_query_attention(onx, lm, inputs, generation, provider, dtype)
         if precision == "int4":
             onx = ir.from_proto(quantize_int4(ir.to_proto(onx), provider))
-        elif precision == "fp32" and provider == "cpu":
-            logger.info("%d weights stored for the one-row product", one_row_weights(onx))
         shared = attention == "GroupQueryAttention"
         inputs.has_position_ids = any(v.name == "position_ids" for v in onx.graph.inputs)
         config = genai_config(lm.config, generation, inputs, provider=provider, filename=MODEL_FILE,

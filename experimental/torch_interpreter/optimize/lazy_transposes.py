@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ..saving import IN_PLACE, in_place, release_mapped
+from ..saving import in_place, release_mapped
 
 #: weights smaller than this (elements) are left to onnxscript's folding, which computes them at once
 LAZY_SIZE = 8192
@@ -72,6 +72,7 @@ def kept_in_place(node: ir.Node) -> bool:
     Example::
 
         >>> import onnx_ir as ir
+        >>> from experimental.torch_interpreter.saving import IN_PLACE
         >>> w = ir.ExternalTensor("model.safetensors", 0, 16, ir.DataType.FLOAT, shape=ir.Shape([2, 2]), name="w")
         >>> w.meta[IN_PLACE] = True
         >>> kept_in_place(ir.node("Transpose", [ir.Value(name="w", const_value=w)]))
@@ -99,26 +100,3 @@ def lazy_transpose(tensor: ir.TensorProtocol, perm: tuple[int, ...], name: str |
 
     shape = ir.Shape([tensor.shape[p] for p in perm])
     return ir.LazyTensor(transposed, dtype=tensor.dtype, shape=shape, name=name)
-
-
-def reshaped(tensor: ir.TensorProtocol, shape: list[int], name: str | None) -> ir.TensorProtocol:
-    """``tensor`` with another shape of the same size: the same bytes of the same file for a tensor read from a
-    file (in place stays in place), else computed when read.
-
-    Example::
-
-        >>> import numpy as np, onnx_ir as ir
-        >>> reshaped(ir.tensor(np.arange(6, dtype=np.float32)), [1, 2, 3], "r").shape
-        Shape([1, 2, 3])
-    """
-    if isinstance(tensor, ir.ExternalTensor):
-        moved = ir.ExternalTensor(tensor.location, tensor.offset, tensor.length, tensor.dtype, shape=ir.Shape(shape),
-                                  name=name or tensor.name, base_dir=tensor.base_dir)
-        if in_place(tensor):
-            moved.meta[IN_PLACE] = True
-        return moved
-
-    def values() -> ir.Tensor:
-        return ir.Tensor(tensor.numpy().reshape(shape), name=name)
-
-    return ir.LazyTensor(values, dtype=tensor.dtype, shape=ir.Shape(shape), name=name)
