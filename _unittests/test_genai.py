@@ -268,12 +268,9 @@ def test_half_package_for_cuda(folders, tmp_path, family, precision):
     if precision == "bf16":
         missing = bfloat16_nodes_without_cuda_kernel(full)
         assert not missing, f"bfloat16 nodes with no CUDA kernel: {sorted(missing)}"
-    # the last token's index and its NaN guard: ArgMax of floats (CUDA registers ArgMax for floating types only),
-    # not of an int64 or a uint8, which would run on the CPU
-    inferred = onnx.shape_inference.infer_shapes(onx)
-    types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.input]}
-    argmax = [types.get(n.input[0]) for n in onx.graph.node if n.op_type == "ArgMax"]
-    assert argmax and set(argmax) == {onnx.TensorProto.FLOAT}, argmax
+    # the last token's index: a maximum of int64 positions (CUDA's ArgMax takes floats only, a float argmax carries
+    # a NaN guard)
+    assert "ArgMax" not in {n.op_type for n in onx.graph.node}
 
 
 # -- bad input: a clear error, nothing written ------------------------------------------------------------------

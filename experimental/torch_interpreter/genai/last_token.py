@@ -46,10 +46,11 @@ class LastTokenLogits(torch.nn.Module):
                 cache: Any = None, past_key_values: Any = None) -> Any:
         sequence = input_ids.shape[1]
         kept = attention_mask[:, -sequence:]
-        # in float32 (exact below 2**24 tokens): onnxruntime's CUDA provider has ArgMax for floating types only
-        # (cuDNN's reduction); an int64 ArgMax would run on the CPU and keep onnxruntime-genai's CUDA graphs off
-        order = torch.arange(1, sequence + 1, device=kept.device, dtype=torch.float32)
-        last = (kept.to(torch.float32) * order).argmax(dim=-1)
+        # the largest position (counted from 1) among the kept ones, minus one; 0 for a row with none kept. A
+        # maximum of integers: onnxruntime's CUDA provider has ReduceMax for int64 (its ArgMax takes floating
+        # types only, and a float argmax would carry a NaN guard), and a decoding step runs a few nodes only
+        order = torch.arange(1, sequence + 1, device=kept.device, dtype=kept.dtype)
+        last = ((kept * order).amax(dim=-1) - 1).clamp_min(0)
 
         def select(module, args):
             hidden = args[0]
