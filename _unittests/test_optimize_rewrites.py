@@ -283,6 +283,7 @@ DOCUMENTED_PIPELINE = [
     ("guard_after_merge_heads", "onnxruntime"),
     ("onnxscript_fusions", "onnxruntime"),
     ("fused_matmul_batch_transposes", "onnxruntime"),
+    ("uniform_norm_types", "onnxruntime"),
     ("skip_norms_unfused", "onnxruntime"),
     ("where_between_transposes", "onnxruntime"),
     ("attention_gqa", "onnxruntime"),

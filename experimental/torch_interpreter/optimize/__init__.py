@@ -16,8 +16,9 @@ itself ends with the ``"translation"`` stage, at every level):
   ``FastGelu``/``BiasGelu``, ``FusedMatMul``, ``RotaryEmbedding``..., ``MultiHeadAttention`` below opset 23),
   ``Attention`` on ``[batch, sequence, hidden]`` with the cache as its past inputs (:mod:`.attention_bsd`), the
   query/key/value projections of one input packed into one ``MatMul`` (:mod:`.packed_projections`) and, in
-  encoders, given with the attention to ``com.microsoft::Attention`` (:mod:`.packed_attention`); a residual +
-  norm fusion whose CPU kernel is the slower is given back (:mod:`.skip_norm`); the model needs onnxruntime (or
+  encoders, given with the attention to ``com.microsoft::Attention`` (:mod:`.packed_attention`); a norm whose
+  input and scale types differ reads its input in the scale's type (:mod:`.norm_types`); a residual + norm fusion
+  whose CPU kernel is the slower is given back (:mod:`.skip_norm`); the model needs onnxruntime (or
   a runtime implementing the ``com.microsoft`` domain).
 
 The provenance metadata of the nodes (:mod:`experimental.torch_interpreter.metadata`) stays on every node that
