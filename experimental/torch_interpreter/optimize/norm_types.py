@@ -18,12 +18,11 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from ..provenance import copy_provenance
+from .graph_match import typed
+from .skip_norm import SKIP_NORMS, reads_statistics, split_skip_norm
 
 #: the normalizations with an input and a scale: op type -> the index of the scale input
 _PLAIN = {"SimplifiedLayerNormalization": 1, "LayerNormalization": 1}
-#: the residual kernels: op type -> (the normalization they run, the index of their bias input)
-_SKIP = {"SkipSimplifiedLayerNormalization": ("SimplifiedLayerNormalization", 3),
-         "SkipLayerNormalization": ("LayerNormalization", 4)}
 
 
 def uniform_norm_types(model: ir.Model) -> int:
@@ -46,7 +45,7 @@ def uniform_norm_types(model: ir.Model) -> int:
     for node in list(graph):
         if node.domain in ("", "ai.onnx") and node.op_type in _PLAIN:
             count += _cast_input(graph, node)
-        elif node.domain == "com.microsoft" and node.op_type in _SKIP:
+        elif node.domain == "com.microsoft" and node.op_type in SKIP_NORMS:
             count += _split_skip(graph, node)
     return count
 
@@ -55,17 +54,12 @@ def _mixed(x: ir.Value | None, scale: ir.Value | None) -> bool:
     return x is not None and scale is not None and None not in (x.dtype, scale.dtype) and x.dtype != scale.dtype
 
 
-def _cast(value: ir.Value, dtype: ir.DataType, name: str) -> ir.Node:
-    cast = ir.node("Cast", [value], attributes={"to": dtype}, name=name)
-    cast.outputs[0].dtype, cast.outputs[0].shape = dtype, value.shape
-    return cast
-
-
 def _cast_input(graph: ir.Graph, node: ir.Node) -> int:
     x, scale = node.inputs[0], node.inputs[_PLAIN[node.op_type]]
     if not _mixed(x, scale):
         return 0
-    cast = _cast(x, scale.dtype, f"{node.name}/input_as_scale_type")
+    cast = ir.node("Cast", [x], attributes={"to": scale.dtype}, name=f"{node.name}/input_as_scale_type")
+    typed(cast, dtype=scale.dtype, shape=x.shape)
     copy_provenance(node, cast)
     graph.insert_before(node, cast)
     node.replace_input_with(0, cast.outputs[0])
@@ -73,32 +67,10 @@ def _cast_input(graph: ir.Graph, node: ir.Node) -> int:
 
 
 def _split_skip(graph: ir.Graph, node: ir.Node) -> int:
-    """``Skip*Normalization(x, skip, gamma[, beta], bias)`` -> ``Add`` (+ bias) in ``x``'s type, ``Cast`` to
-    ``gamma``'s, the normalization; when its mean and deviation outputs are unused (the fusion's output)."""
-    norm_type, bias_index = _SKIP[node.op_type]
-    x, skip, gamma = node.inputs[:3]
-    if not _mixed(x, gamma):
+    """A skip kernel as the sum in its input's type, then cast to its gamma's, then the normalization
+    (:func:`.skip_norm.split_skip_norm`); when its statistics are unread (the fusion's output)."""
+    x, gamma = node.inputs[0], node.inputs[2]
+    if not _mixed(x, gamma) or reads_statistics(node):
         return 0
-    outputs = list(node.outputs)
-    if any(o is not None and (o.uses() or o.is_graph_output()) for o in outputs[1:3]):
-        return 0
-    nodes = [ir.node("Add", [x, skip], name=f"{node.name}/sum")]
-    bias = node.inputs[bias_index] if len(node.inputs) > bias_index else None
-    if bias is not None:
-        nodes.append(ir.node("Add", [nodes[-1].outputs[0], bias], name=f"{node.name}/bias"))
-    total = nodes[-1].outputs[0]
-    total.dtype, total.shape = x.dtype, x.shape
-    nodes.append(_cast(total, gamma.dtype, f"{node.name}/sum_as_gamma_type"))
-    norm_inputs = [nodes[-1].outputs[0], *node.inputs[2:bias_index]]
-    attributes = {"epsilon": node.attributes.get_float("epsilon", 1e-5), "axis": -1}
-    nodes.append(ir.node(norm_type, norm_inputs, attributes=attributes, name=f"{node.name}/norm"))
-    copy_provenance(node, *nodes)
-    old = [outputs[0]]
-    new = [nodes[-1].outputs[0]]
-    if len(outputs) > 3 and outputs[3] is not None:
-        old.append(outputs[3])
-        new.append(total)
-    for value, like in zip(new, old):
-        value.dtype, value.shape = like.dtype, like.shape
-    ir.convenience.replace_nodes_and_values(graph, node, [node], nodes, old, new)
+    split_skip_norm(graph, node, norm_dtype=gamma.dtype)
     return 1

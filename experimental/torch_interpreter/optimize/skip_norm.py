@@ -24,32 +24,40 @@ from ..providers import needs_guard, of_model
 from .graph_match import typed
 
 #: fused kernel -> (the normalization it runs, the index of its ``bias`` input)
-_UNFUSED = {
+SKIP_NORMS = {
     "SkipLayerNormalization": ("LayerNormalization", 4),
     "SkipSimplifiedLayerNormalization": ("SimplifiedLayerNormalization", 3),
 }
 
 
-def _unfuse(graph: ir.Graph, node: ir.Node) -> bool:
-    norm_type, bias_index = _UNFUSED[node.op_type]
+def reads_statistics(node: ir.Node) -> bool:
+    """Whether the mean or inverse deviation output of the fused node ``node`` is read."""
+    return any(o is not None and (o.uses() or o.is_graph_output()) for o in list(node.outputs)[1:3])
+
+
+def split_skip_norm(graph: ir.Graph, node: ir.Node, norm_dtype: ir.DataType | None = None) -> None:
+    """Replaces the fused node ``node`` (its mean and inverse deviation unread) by ``Add`` (its bias input first, as
+    a ``Linear`` adds it, then the residual) and the normalization it runs, the sum cast to ``norm_dtype`` first when
+    given (a half-precision residual normalized in float32: :mod:`.norm_types`); the outputs keep their names."""
+    norm_type, bias_index = SKIP_NORMS[node.op_type]
     outputs = list(node.outputs)
-    if any(o.uses() or o.is_graph_output() for o in outputs[1:3]):
-        return False
-    if len(outputs) < 4 or not (outputs[3].uses() or outputs[3].is_graph_output()):
-        return False  # the sum read by the norm alone: onnxruntime fuses Add + norm back into this kernel
     x, skip, gamma = node.inputs[:3]
     beta = node.inputs[3] if norm_type == "LayerNormalization" and len(node.inputs) > 3 else None
     bias = node.inputs[bias_index] if len(node.inputs) > bias_index else None
     like = outputs[0]
     nodes = []
     if bias is not None:
-        nodes.append(typed(ir.node("Add", [x, bias], name=f"{node.name}_bias"), like))
+        nodes.append(typed(ir.node("Add", [x, bias], name=f"{node.name}_bias"), dtype=x.dtype, shape=x.shape))
         x = nodes[-1].outputs[0]
-    nodes.append(typed(ir.node("Add", [x, skip], name=f"{node.name}_residual"), like))
-    total = nodes[-1].outputs[0]
+    nodes.append(typed(ir.node("Add", [x, skip], name=f"{node.name}_residual"), dtype=x.dtype, shape=x.shape))
+    total = normalized = nodes[-1].outputs[0]
+    if norm_dtype is not None:
+        cast = ir.node("Cast", [total], attributes={"to": norm_dtype}, name=f"{node.name}_sum_cast")
+        nodes.append(typed(cast, dtype=norm_dtype, shape=total.shape))
+        normalized = nodes[-1].outputs[0]
     epsilon = node.attributes.get("epsilon")
     attributes = {"axis": -1, **({"epsilon": epsilon.as_float()} if epsilon is not None else {})}
-    norm_inputs = [total, gamma] + ([beta] if beta is not None else [])
+    norm_inputs = [normalized, gamma] + ([beta] if beta is not None else [])
     nodes.append(typed(ir.node(norm_type, norm_inputs, attributes=attributes, name=f"{node.name}_norm"), like))
     copy_provenance(node, *nodes)
     graph.insert_before(node, nodes)
@@ -59,6 +67,15 @@ def _unfuse(graph: ir.Graph, node: ir.Node) -> bool:
         old.replace_all_uses_with(new)
         new.name, old.name = old.name, None
     graph.remove(node, safe=True)
+
+
+def _unfuse(graph: ir.Graph, node: ir.Node) -> bool:
+    outputs = list(node.outputs)
+    if reads_statistics(node):
+        return False
+    if len(outputs) < 4 or not (outputs[3].uses() or outputs[3].is_graph_output()):
+        return False  # the sum read by the norm alone: onnxruntime fuses Add + norm back into this kernel
+    split_skip_norm(graph, node)
     return True
 
 
@@ -84,6 +101,6 @@ def unfuse_skip_norms(model: ir.Model) -> int:
     count = 0
     graph = model.graph
     for node in list(graph):
-        if node.domain == "com.microsoft" and node.op_type in _UNFUSED and _unfuse(graph, node):
+        if node.domain == "com.microsoft" and node.op_type in SKIP_NORMS and _unfuse(graph, node):
             count += 1
     return count
