@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from experimental.torch_interpreter import to_onnx
 from experimental.torch_interpreter.optimize.pipeline import named
-from experimental.torch_interpreter.testing.check import Fn, bfloat16_nodes_without_cuda_kernel
+from experimental.torch_interpreter.testing.check import Fn, bfloat16_nodes_without_cuda_kernel, element_types
 
 transformers = pytest.importorskip("transformers")
 
@@ -35,8 +35,7 @@ def _linear_inputs(dtype):
 
 def _float32_results(onx: onnx.ModelProto) -> collections.Counter:
     """The op types (casts left out) of the nodes computing a float32 result."""
-    inferred = onnx.shape_inference.infer_shapes(onx)
-    types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    types = element_types(onx)
     return collections.Counter(
         n.op_type for n in onx.graph.node if n.op_type != "Cast" and any(types.get(o) == FLOAT for o in n.output)
     )
@@ -153,9 +152,7 @@ def test_transformers_half_models_for_cuda_keep_no_float32_island(name, dtype):
 
 def _mixed_norms(onx: onnx.ModelProto) -> list[tuple[str, int, int]]:
     """The normalizations whose input and scale element types differ: (op type, input type, scale type)."""
-    inferred = onnx.shape_inference.infer_shapes(onx)
-    types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.input]}
-    types.update({i.name: i.data_type for i in onx.graph.initializer})
+    types = element_types(onx)
     scale = {"SimplifiedLayerNormalization": 1, "LayerNormalization": 1, "SkipSimplifiedLayerNormalization": 2,
              "SkipLayerNormalization": 2}
     return [(n.op_type, types.get(n.input[0]), types.get(n.input[scale[n.op_type]]))

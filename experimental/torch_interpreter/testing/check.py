@@ -161,6 +161,24 @@ def check_dynamic(
     return check_model(model, (x,), dynamic_shapes=dynamic_shapes, more_inputs=[((other,), None)], **kwargs)
 
 
+def element_types(onx: onnx.ModelProto) -> dict[str, int]:
+    """The element type (``onnx.TensorProto`` enum) of every value of ``onx``'s main graph onnx's shape inference
+    types, its inputs, outputs and initializers included (a value of a domain onnx does not know may be missing).
+
+    >>> from onnx import TensorProto, helper
+    >>> nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16), helper.make_node("Neg", ["h"], ["y"])]
+    >>> graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    ...                           [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2])])
+    >>> element_types(helper.make_model(graph))["h"] == TensorProto.FLOAT16
+    True
+    """
+    inferred = onnx.shape_inference.infer_shapes(onx)
+    types = {v.name: v.type.tensor_type.elem_type
+             for v in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]}
+    types.update({i.name: i.data_type for i in onx.graph.initializer})
+    return types
+
+
 def nodes_without_cuda_kernel(onx: onnx.ModelProto) -> set[tuple[str, str, str]]:
     """The (domain, op type, element types) of the nodes of ``onx`` onnxruntime's CUDA provider has no kernel for
     (:data:`~experimental.torch_interpreter.ort_kernels.CUDA_TYPES`): each would run on the CPU, with a copy each way,
@@ -168,10 +186,7 @@ def nodes_without_cuda_kernel(onx: onnx.ModelProto) -> set[tuple[str, str, str]]
     is unknown, counts as one."""
     from ..ort_kernels import CUDA_SIMPLIFIED_NORM_TYPES, CUDA_TYPES
 
-    inferred = onnx.shape_inference.infer_shapes(onx)
-    types = {v.name: v.type.tensor_type.elem_type
-             for v in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]}
-    types.update({i.name: i.data_type for i in onx.graph.initializer})
+    types = element_types(onx)
     missing = set()
     for node in onx.graph.node:
         domain = "" if node.domain == "ai.onnx" else node.domain
@@ -202,10 +217,7 @@ def bfloat16_nodes_without_cuda_kernel(onx: onnx.ModelProto) -> set[tuple[str, s
     )
 
     bf16 = onnx.TensorProto.BFLOAT16
-    inferred = onnx.shape_inference.infer_shapes(onx)
-    types = {v.name: v.type.tensor_type.elem_type
-             for v in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]}
-    types.update({i.name: i.data_type for i in onx.graph.initializer})
+    types = element_types(onx)
     ops = CUDA_BFLOAT16 | MOVES | CUDA_ANY_TYPE_MOVES | {"Cast", "Constant", "Shape"}
     allowed = {("", op) for op in ops} | CUDA_BFLOAT16_FUSED
     return {
