@@ -108,6 +108,8 @@ def test_genai_config(llama_package):
     assert onx.ir_version <= 10
     assert config["search"]["max_length"] == model["context_length"] == 1024
     assert config["search"]["past_present_share_buffer"] is True
+    # onnxruntime's thread count (one per physical core), not onnxruntime-genai's half of the hardware threads
+    assert decoder["session_options"]["intra_op_num_threads"] == 0
 
 
 def test_package_folder_has_the_permissions_of_a_new_folder(llama_package):
