@@ -5,11 +5,18 @@ builder writes from the same folder, in the same run.
     python benchmarks/bench_genai.py --size 0.5b --precision int4 fp32
     python benchmarks/bench_genai.py --families llama qwen2 --json results.json
     python benchmarks/bench_genai.py --device cuda            # on a GPU, with and without CUDA graphs
+    python benchmarks/bench_genai.py --threads 2              # both packages on 2 threads: the graphs alone
 
 For each family: a random-weight checkpoint (:func:`write_random_causal_lm`), our package and the builder's, then
 ``--repeats`` rounds alternating the two, each round timing the prompt (``--prompt`` tokens, one
 ``append_tokens``) and the decoding (``--new`` tokens, one ``generate_next_token`` each); the median of the rounds
-is reported for each package, and our speed over the builder's as the median of the rounds' ratios. A family the builder refuses is reported as such, ours alone.
+is reported for each package, and our speed over the builder's as the median of the rounds' ratios. A family the
+builder refuses is reported as such, ours alone.
+
+Each package runs as written (``threads`` "as written"): ours asks onnxruntime for one thread per physical core, the
+builder's leaves onnxruntime-genai's default, half the hardware threads, which is half the cores on a machine
+without SMT. ``--threads N`` writes the same count into both packages' ``genai_config.json``: what remains is the
+graphs' difference.
 """
 
 from __future__ import annotations
@@ -67,16 +74,27 @@ def builder(src: str, out: str, precision: str, provider: str, cache: str) -> tu
     return out, seconds, ""
 
 
-def set_cuda_graphs(folder: str, enabled: bool) -> None:
+def edit_session_options(folder: str, edit) -> None:
+    """Calls ``edit`` on the decoder's ``session_options`` of the package ``folder`` and writes them back."""
     path = os.path.join(folder, "genai_config.json")
     with open(path, encoding="utf-8") as f:
         config = json.load(f)
-    options = config["model"]["decoder"]["session_options"].setdefault("provider_options", [])
-    for option in options:
-        if "cuda" in option:
-            option["cuda"]["enable_cuda_graph"] = "1" if enabled else "0"
+    edit(config["model"]["decoder"]["session_options"])
     with open(path, "w", encoding="utf-8") as f:
         json.dump(config, f, indent=4)
+
+
+def set_cuda_graphs(folder: str, enabled: bool) -> None:
+    def edit(options):
+        for option in options.setdefault("provider_options", []):
+            if "cuda" in option:
+                option["cuda"]["enable_cuda_graph"] = "1" if enabled else "0"
+
+    edit_session_options(folder, edit)
+
+
+def set_threads(folder: str, threads: int) -> None:
+    edit_session_options(folder, lambda options: options.update(intra_op_num_threads=threads))
 
 
 def time_generation(folder: str, prompt: int, new: int, vocab: int) -> tuple[float, float]:
@@ -112,6 +130,9 @@ def bench_family(family: str, args: argparse.Namespace, root: str) -> list[dict]
                                                  precision, args.device, os.path.join(root, "cache"))
         if path is not None:
             packages["builder"] = path
+        if args.threads is not None:
+            for folder in packages.values():
+                set_threads(folder, args.threads)
         graphs = (False, True) if args.device == "cuda" else (None,)
         for cuda_graph in graphs:
             if cuda_graph is not None:
@@ -122,8 +143,9 @@ def bench_family(family: str, args: argparse.Namespace, root: str) -> list[dict]
                 for name, folder in packages.items():
                     times[name].append(time_generation(folder, args.prompt, args.new, vocab))
             row = {"family": family, "size": args.size, "precision": precision, "device": args.device,
-                   "cuda_graph": cuda_graph, "export_s": round(export_seconds, 1),
-                   "builder_s": round(builder_seconds, 1), "builder": refused or "ok"}
+                   "cuda_graph": cuda_graph, "threads": "as written" if args.threads is None else args.threads,
+                   "export_s": round(export_seconds, 1), "builder_s": round(builder_seconds, 1),
+                   "builder": refused or "ok"}
             for name, values in times.items():
                 row[f"{name}_prompt_tps"] = round(statistics.median(v[0] for v in values), 1)
                 row[f"{name}_decode_tps"] = round(statistics.median(v[1] for v in values), 1)
@@ -161,6 +183,8 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--prompt", type=int, default=128, help="prompt tokens (default 128)")
     parser.add_argument("--new", type=int, default=128, help="generated tokens (default 128)")
     parser.add_argument("--repeats", type=int, default=3, help="rounds, the median reported (default 3)")
+    parser.add_argument("--threads", type=int,
+                        help="the threads of each operator, written into both packages (default: as written)")
     parser.add_argument("--json", help="also write the rows there")
     parser.add_argument("--keep", help="write the checkpoints and packages there and keep them")
     args = parser.parse_args(argv)
