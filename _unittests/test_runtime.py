@@ -159,6 +159,29 @@ def test_split_of_a_dynamic_axis_is_guarded():
         sess.run(None, {"x": np.zeros((2, 3), dtype=np.float32)})
 
 
+class _UnbindOfAChunk(torch.nn.Module):
+    def forward(self, x):
+        first, second = x.chunk(2, dim=1)[0].unbind(1)
+        return first * 2 + second
+
+
+def test_unbind_of_a_size_computed_from_a_dynamic_axis_is_guarded():
+    """``x.chunk(2, dim=1)[0]`` has ``ceil(n / 2)`` columns; exported with 4, its ``unbind`` gives 2 tensors, a
+    number torch.export fixes without a guard. On 6 columns PyTorch unbinds 3 and onnxruntime failed inside the
+    graph (Split); InferenceSession now refuses the sizes with a RuntimeFeedError naming the node, and matches on
+    the sizes that keep 2 (a fuzz program, seed 1117)."""
+    from experimental.torch_interpreter import RangeConstraintWarning, RuntimeFeedError
+
+    with pytest.warns(RangeConstraintWarning, match=r"aten::unbind.int gives 2 tensors"):
+        onx = to_onnx(_UnbindOfAChunk(), (torch.randn(2, 4),), dynamic_shapes=({1: "n"},))
+    sess = InferenceSession(onx)
+    for cols in (3, 4):
+        x = torch.randn(2, cols)
+        torch.testing.assert_close(sess.run_torch(None, {"x": x})[0], _UnbindOfAChunk()(x))
+    with pytest.raises(RuntimeFeedError, match=r"x of shape \(2, 6\).*FX node 'unbind'.*test_runtime.py"):
+        sess.run(None, {"x": torch.randn(2, 6)})
+
+
 class _PositionBuffer(torch.nn.Module):
     """transformers' pattern: positions sliced from a buffer of 16, broadcast to the sequence of the input."""
 

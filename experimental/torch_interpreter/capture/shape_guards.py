@@ -5,6 +5,10 @@ torch.export checks the ranges of the dynamic axes (:mod:`.range_constraints`), 
 * ``aten::split.Tensor`` of a dynamic axis gives as many pieces as the example input had, a number the graph
   fixes without a guard (torch 2.13): ``x.split(3, dim=1)`` exported with 6 columns gives two pieces, and on
   8 columns the ONNX model, like the ExportedProgram, returns two pieces where PyTorch returns three;
+* ``aten::unbind.int`` of an axis whose size is an expression of the dynamic axes (a chunk of one, a slice): it
+  gives as many tensors as that size had at export, unguarded (torch 2.13; unbinding a dynamic axis itself makes
+  torch.export fix it); on other sizes onnxruntime fails inside the graph (``Split``, ``Squeeze``) where PyTorch
+  returns more tensors;
 * ``aten::_assert_scalar`` nodes: runtime asserts torch.export keeps in the graph, which ONNX cannot express;
 * broadcasts (``expand``, elementwise arithmetic, ``where``) of a size torch could not prove equal to the
   output's: with an example of batch 1, torch.export reasons size-obliviously and leaves, for instance,
@@ -56,6 +60,12 @@ def _expr(value: Any) -> sympy.Expr:
     return value.node.expr if isinstance(value, (torch.SymInt, torch.SymBool)) else sympy.sympify(value)
 
 
+def _axis_size(node: torch.fx.Node, dim: int) -> Any:
+    """The size of axis ``dim`` of the first input of ``node`` (its example tensor), None when it has none."""
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return x.shape[dim % x.dim()] if isinstance(x, torch.Tensor) and x.dim() else None
+
+
 def _conditions(ep: torch.export.ExportedProgram) -> Iterator[tuple[sympy.Basic, torch.fx.Node, str]]:
     """``(condition, node, why)`` for each condition of the top-level graph."""
     for node in ep.graph.nodes:
@@ -63,17 +73,19 @@ def _conditions(ep: torch.export.ExportedProgram) -> Iterator[tuple[sympy.Basic,
             continue
         if node.target is torch.ops.aten.split.Tensor:
             pieces = node.meta.get("val")
-            x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-            if not isinstance(pieces, (list, tuple)) or not isinstance(x, torch.Tensor):
-                continue
-            dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
-            size = x.shape[dim % x.dim()]
-            if not isinstance(size, torch.SymInt):
+            size = _axis_size(node, node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0))
+            if not isinstance(pieces, (list, tuple)) or not isinstance(size, torch.SymInt):
                 continue
             n, k = len(pieces), _expr(node.args[1] if len(node.args) > 1 else node.kwargs["split_size"])
             d = _expr(size)
             why = f"{node.target.name()} gives {n} pieces of {k}, a number fixed at export"
             yield sympy.And(sympy.Gt(d, (n - 1) * k), sympy.Le(d, n * k)), node, why
+        elif node.target in (torch.ops.aten.unbind.int, torch.ops.aten.unbind_copy.int):
+            size = _axis_size(node, node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0))
+            parts = node.meta.get("val")
+            if isinstance(size, torch.SymInt) and isinstance(parts, (list, tuple)):
+                why = f"{node.target.name()} gives {len(parts)} tensors, a number fixed at export"
+                yield sympy.Eq(_expr(size), len(parts)), node, why
         elif node.target in _BROADCASTING:
             yield from _broadcast_conditions(node)
         elif node.target is torch.ops.aten._assert_scalar.default:
