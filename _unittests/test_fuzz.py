@@ -13,14 +13,12 @@ import pytest
 import torch
 
 from experimental.torch_interpreter.testing.check import Fn, check_model
+from experimental.torch_interpreter.testing.program_runs import BUGS, compare, run_program
 from experimental.torch_interpreter.testing.random_programs import (
-    BUGS,
     HypothesisChooser,
     RandomChooser,
-    compare,
     drawn_programs,
     generate,
-    run_program,
 )
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -126,7 +124,7 @@ class _Scaled(torch.nn.Module):
 def test_a_less_accurate_result_stays_a_mismatch():
     """The float64 check only reclassifies in onnxruntime's favour: a model 1% off is a mismatch."""
     from experimental.torch_interpreter import InferenceSession, to_onnx
-    from experimental.torch_interpreter.testing.random_programs import _eager, _mismatch_or_precision
+    from experimental.torch_interpreter.testing.program_runs import _eager, _mismatch_or_precision
 
     x = torch.linspace(-3, 3, 24).reshape(4, 6).to(torch.float16)
     sess = InferenceSession(to_onnx(_Scaled(1.01), (x,)))

@@ -17,21 +17,14 @@ import argparse
 import collections
 import gc
 import logging
-import os
 import resource
 import signal
 import sys
 import time
 import warnings
 
-from experimental.torch_interpreter.testing.random_programs import (
-    BUGS,
-    OUTCOMES,
-    Outcome,
-    RandomChooser,
-    generate,
-    run_program,
-)
+from experimental.torch_interpreter.testing.program_runs import BUGS, OUTCOMES, Outcome, run_program
+from experimental.torch_interpreter.testing.random_programs import RandomChooser, generate
 from experimental.torch_interpreter.testing.random_training import (
     TRAINING_BUGS,
     TRAINING_OUTCOMES,

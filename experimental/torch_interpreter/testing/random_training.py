@@ -28,7 +28,8 @@ from torch.utils._pytree import tree_leaves
 from ..errors import EagerFallbackWarning
 from ..runtime.ort_values import to_numpy
 from ..training import OrtBackend
-from .random_programs import FLOATS, Outcome, Program, closer_than_eager, compare, least_precise
+from .program_runs import Outcome, closer_than_eager, compare
+from .random_programs import FLOATS, Program, least_precise
 
 TRAINING_OUTCOMES = (
     "match", "precision", "ties", "fallback", "no_gradient", "eager_error", "compile_error", "mismatch",
