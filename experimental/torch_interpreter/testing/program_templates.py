@@ -65,10 +65,15 @@ def _compare(b: Builder, v: Var, name: str):
     return _one(f"{v.name} {op} {other}", name, True)
 
 
+def _bool_operand(b: Builder, chance: float, fallback: str | None) -> str | None:
+    """The name of one of the bool variables (with probability ``chance`` when there is one), else ``fallback``."""
+    conds = [u for u in b.vars if u.dtype == torch.bool]
+    return b.ch.choice(conds).name if conds and b.ch.coin(chance) else fallback
+
+
 @template("where")
 def _where(b: Builder, v: Var, name: str):
-    conds = [u for u in b.vars if u.dtype == torch.bool]
-    cond = b.ch.choice(conds).name if conds and b.ch.coin(0.6) else (f"({v.name} > 0)" if v.exact else None)
+    cond = _bool_operand(b, 0.6, f"({v.name} > 0)" if v.exact else None)
     if cond is None:
         return None
     other, exact = b.operand(v)
@@ -77,8 +82,7 @@ def _where(b: Builder, v: Var, name: str):
 
 @template("masked_fill")
 def _masked_fill(b: Builder, v: Var, name: str):
-    conds = [u for u in b.vars if u.dtype == torch.bool]
-    mask = b.ch.choice(conds).name if conds and b.ch.coin(0.5) else (f"({v.name} < 0)" if v.exact else None)
+    mask = _bool_operand(b, 0.5, f"({v.name} < 0)" if v.exact else None)
     if mask is None:
         return None
     value = b.ch.choice(["0.0", "-1", "float('-inf')", "2.5", "True"])
@@ -206,12 +210,20 @@ def _split(b: Builder, v: Var, name: str):
     return _one(fn.format(x=v.name, d=d, s=max(1, size // 2)), name, v.exact)
 
 
-@template("index")
-def _index(b: Builder, v: Var, name: str):
+def _axis_of_elements(b: Builder, v: Var) -> tuple[int, int] | None:
+    """A random axis of ``v`` and its size; None when ``v`` is a scalar or has no element."""
     if v.rank == 0 or v.value.numel() == 0:
         return None
     d = b.ch.integer(0, v.rank - 1)
-    size = v.shape[d]
+    return d, v.shape[d]
+
+
+@template("index")
+def _index(b: Builder, v: Var, name: str):
+    axis = _axis_of_elements(b, v)
+    if axis is None:
+        return None
+    d, size = axis
     m = b.ch.integer(1, 4)
     kind = b.ch.choice(["getitem", "index_select", "gather", "take_along", "getitem_neg"])
     if kind == "getitem" and d == 0:
@@ -233,10 +245,10 @@ def _index(b: Builder, v: Var, name: str):
 
 @template("scatter")
 def _scatter(b: Builder, v: Var, name: str):
-    if v.rank == 0 or v.value.numel() == 0:
+    axis = _axis_of_elements(b, v)
+    if axis is None:
         return None
-    d = b.ch.integer(0, v.rank - 1)
-    size = v.shape[d]
+    d, size = axis
     kind = b.ch.choice(["scatter_src", "scatter_value", "scatter_add", "index_add", "index_fill", "scatter_reduce"])
     if kind in ("index_add", "index_fill"):
         m = b.ch.integer(1, size)
