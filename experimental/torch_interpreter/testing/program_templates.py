@@ -65,15 +65,9 @@ def _compare(b: Builder, v: Var, name: str):
     return _one(f"{v.name} {op} {other}", name, True)
 
 
-def _bool_operand(b: Builder, chance: float, fallback: str | None) -> str | None:
-    """The name of one of the bool variables (with probability ``chance`` when there is one), else ``fallback``."""
-    conds = [u for u in b.vars if u.dtype == torch.bool]
-    return b.ch.choice(conds).name if conds and b.ch.coin(chance) else fallback
-
-
 @template("where")
 def _where(b: Builder, v: Var, name: str):
-    cond = _bool_operand(b, 0.6, f"({v.name} > 0)" if v.exact else None)
+    cond = b.bool_operand(0.6, f"({v.name} > 0)" if v.exact else None)
     if cond is None:
         return None
     other, exact = b.operand(v)
@@ -82,7 +76,7 @@ def _where(b: Builder, v: Var, name: str):
 
 @template("masked_fill")
 def _masked_fill(b: Builder, v: Var, name: str):
-    mask = _bool_operand(b, 0.5, f"({v.name} < 0)" if v.exact else None)
+    mask = b.bool_operand(0.5, f"({v.name} < 0)" if v.exact else None)
     if mask is None:
         return None
     value = b.ch.choice(["0.0", "-1", "float('-inf')", "2.5", "True"])
@@ -210,17 +204,9 @@ def _split(b: Builder, v: Var, name: str):
     return _one(fn.format(x=v.name, d=d, s=max(1, size // 2)), name, v.exact)
 
 
-def _axis_of_elements(b: Builder, v: Var) -> tuple[int, int] | None:
-    """A random axis of ``v`` and its size; None when ``v`` is a scalar or has no element."""
-    if v.rank == 0 or v.value.numel() == 0:
-        return None
-    d = b.ch.integer(0, v.rank - 1)
-    return d, v.shape[d]
-
-
 @template("index")
 def _index(b: Builder, v: Var, name: str):
-    axis = _axis_of_elements(b, v)
+    axis = b.axis_with_elements(v)
     if axis is None:
         return None
     d, size = axis
@@ -245,7 +231,7 @@ def _index(b: Builder, v: Var, name: str):
 
 @template("scatter")
 def _scatter(b: Builder, v: Var, name: str):
-    axis = _axis_of_elements(b, v)
+    axis = b.axis_with_elements(v)
     if axis is None:
         return None
     d, size = axis

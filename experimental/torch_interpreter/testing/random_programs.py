@@ -268,10 +268,23 @@ class Builder:
                 return u.name, u.exact
         return self.scalar(v), True
 
+    def bool_operand(self, chance: float, fallback: str | None) -> str | None:
+        """The name of one of the bool variables (with probability ``chance`` when there is one), else
+        ``fallback``."""
+        conds = [u for u in self.vars if u.dtype == torch.bool]
+        return self.ch.choice(conds).name if conds and self.ch.coin(chance) else fallback
+
     def dim(self, v: Var) -> int:
         """An axis of ``v``, sometimes negative."""
         d = self.ch.integer(0, max(v.rank - 1, 0))
         return d - v.rank if v.rank and self.ch.coin(0.3) else d
+
+    def axis_with_elements(self, v: Var) -> tuple[int, int] | None:
+        """An axis of ``v`` (never negative) and its size; None when ``v`` is a scalar or has no element."""
+        if v.rank == 0 or v.value.numel() == 0:
+            return None
+        d = self.ch.integer(0, v.rank - 1)
+        return d, v.shape[d]
 
     # -- statements
     def try_statement(self, lines: list[str], name: str, exact: bool, op: str) -> bool:
