@@ -58,6 +58,9 @@ CPU_TYPES: dict[str, frozenset] = {
     "Gelu": frozenset({D.FLOAT16, FLOAT}),
     **dict.fromkeys(("MaxPool", "DepthToSpace"), _F | _I8),
     "GridSample": _F,
+    # region-of-interest ops and deformable convolution (torchvision's ops, ops/torchvision/)
+    **dict.fromkeys(("RoiAlign", "DeformConv"), frozenset({FLOAT, D.DOUBLE})),
+    **dict.fromkeys(("MaxRoiPool", "NonMaxSuppression"), frozenset({FLOAT})),
     # matrix products and determinants
     **dict.fromkeys(("MatMul", "Einsum"), _F | _I),
     "Gemm": _F,

@@ -14,7 +14,7 @@ import onnx_ir as ir
 _BOOL_OPS = frozenset(
     {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf"}
 )
-_INT64_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero"})
+_INT64_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero", "NonMaxSuppression"})
 # op type -> index of the input whose type the outputs take (default 0)
 _FROM_INPUT = {"Where": 1, "Expand": 0, "ScatterND": 0, "ScatterElements": 0}
 
