@@ -75,6 +75,10 @@ CPU_TYPES: dict[str, frozenset] = {
     **dict.fromkeys(("ScatterElements.max", "ScatterElements.min"), _all_but(BOOL, BF16)),
 }
 
+#: the last opset at which onnxruntime's CPU has a kernel for these ops (1.32 has none for their version 22): a model
+#: of a later opset does not load
+LAST_OPSET = {"RoiAlign": 21, "MaxRoiPool": 21}
+
 #: op types of ``optimize.half_precision``'s ``JUMPS`` and ``SELECTIONS`` onnxruntime's CPU has a float16 kernel for
 #: (1.32); the others it computes in float32 between casts it inserts (checked against onnxruntime's kernel
 #: registry by ``_unittests/test_half_rounding.py``)

@@ -15,7 +15,7 @@ from typing import Any
 import onnx_ir as ir
 
 from ...dtypes import FLOAT_TYPES
-from ...ort_kernels import CPU_TYPES, CUDA_BFLOAT16, INTEGERS
+from ...ort_kernels import CPU_TYPES, CUDA_BFLOAT16, INTEGERS, LAST_OPSET
 from ...providers import KNOWN
 from ...translation.context import NodeContext
 from .types import BF16, FLOAT, INT64
@@ -68,3 +68,14 @@ def widen(ctx: NodeContext, x: ir.Value, op_type: str) -> ir.Value:
     """``x`` cast to the type onnxruntime computes ``op_type`` in (:func:`kernel_dtype`), for converters that
     build several nodes in it; they cast the result back."""
     return ctx.cast(x, kernel_dtype(op_type, x.dtype, ctx.providers))
+
+
+def check_kernel_opset(ctx: NodeContext, op_type: str) -> None:
+    """Raises ``NotImplementedError`` when onnxruntime has no kernel for ``op_type`` at the target opset
+    (:data:`~experimental.torch_interpreter.ort_kernels.LAST_OPSET`): the model would not load."""
+    last = LAST_OPSET.get(op_type)
+    if last is not None and ctx.opset > last:
+        raise NotImplementedError(
+            f"onnxruntime has no {op_type} kernel at opset {ctx.opset} (its last is {last}): export with "
+            f"target_opset={last} or less and optimize=True (optimize='onnxruntime' translates at a later opset)"
+        )

@@ -8,7 +8,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ...translation.context import NodeContext
-from .._common import INT64, dim_of, int_op, widen
+from .._common import INT64, check_kernel_opset, dim_of, int_op, widen
 
 
 def checked_sizes(ctx: NodeContext, input: ir.Value, rois: ir.Value, pooled_height: int, pooled_width: int,
@@ -47,6 +47,7 @@ def align(ctx: NodeContext, input: ir.Value, rois: ir.Value, spatial_scale: floa
     -0.5), else ``output_half_pixel`` (rois at least 1x1); a ``sampling_ratio`` of 0 or less is RoiAlign's adaptive
     0, the same ``ceil(roi size / output size)`` samples per bin and roi, measured equal to torchvision's CPU kernel
     (onnxruntime 1.32, torchvision 0.28: no difference at all in float32)."""
+    check_kernel_opset(ctx, "RoiAlign")
     x = widen(ctx, input, "RoiAlign")
     return ctx.op(
         "RoiAlign", x, ctx.cast(boxes(ctx, rois), x.dtype), batch_indices(ctx, rois),

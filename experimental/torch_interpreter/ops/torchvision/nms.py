@@ -28,7 +28,8 @@ def _threshold(iou_threshold: float) -> float:
 @register("torchvision::nms.default")
 def torchvision_nms(ctx: NodeContext, dets: ir.Value, scores: ir.Value, iou_threshold: float) -> ir.Value:
     """nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor: ONNX NonMaxSuppression of one batch and one
-    class, in float32; its output is in torchvision's order (decreasing score, equal scores by increasing index)"""
+    class, in float32 (float64 boxes too); its output is in torchvision's order (decreasing score, equal scores by
+    increasing index)"""
     if ctx.rank(dets) != 2 or dets.shape[1] != 4:
         raise ValueError(f"nms: boxes must be a [N, 4] tensor (x1, y1, x2, y2), got shape {list(dets.shape)}")
     if ctx.rank(scores) != 1:

@@ -6,7 +6,7 @@ import onnx_ir as ir
 
 from ...translation.context import NodeContext
 from ...translation.registry import register
-from .._common import uses_output, widen
+from .._common import check_kernel_opset, uses_output, widen
 from ._rois import checked_sizes
 
 
@@ -23,6 +23,7 @@ def torchvision_roi_pool(
             "roi_pool: the argmax output (where the gradient goes) has no ONNX equivalent; torchvision.ops.roi_pool "
             "reads the pooled values only"
         )
+    check_kernel_opset(ctx, "MaxRoiPool")
     x = widen(ctx, input, "MaxRoiPool")
     y = ctx.op("MaxRoiPool", x, ctx.cast(rois, x.dtype), pooled_shape=[ph, pw], spatial_scale=float(spatial_scale))
     return ctx.cast(y, ctx.out_dtype), None
