@@ -9,7 +9,10 @@ do not, importing ``a.b.c`` also imports the package ``a.b``) must follow it and
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,9 @@ PACKAGE = ROOT / "experimental" / "torch_interpreter"
 PKG = "experimental.torch_interpreter"
 OPS = PACKAGE / "ops"
 FAMILIES = sorted(p for p in OPS.glob("*.py") if p.name != "__init__.py")
+#: the folders of ops/ named after a library, holding the converters of that library's own ops (``torch.ops.<library>``)
+LIBRARY_FOLDERS = sorted(p for p in OPS.iterdir() if p.is_dir() and not p.name.startswith("_"))
+LIBRARY_MODULES = sorted(p for folder in LIBRARY_FOLDERS for p in folder.glob("*.py"))
 
 #: the layers and the rule of each, as the design page states them
 RULES = {
@@ -329,6 +335,64 @@ def test_family_imports_only_the_shared_layer(path):
     assert not bad, f"ops/{path.name} imports {bad}; a family imports only {sorted(ALLOWED)}"
 
 
+@pytest.mark.parametrize("path", LIBRARY_MODULES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_library_folder_imports_the_shared_layer_and_its_helpers(path):
+    """``ops/<library>/`` (``ops/torchvision/``): one module per family of the library's ops and the helpers they
+    share (``_<name>.py`` in the folder); a module imports what a family imports, one level up, and those helpers,
+    never a family of ``ops/`` and never the library itself, even inside a function: a registry key is a string, and
+    the converters load whether or not the library (or its kernels) does."""
+    helpers = {f".{p.stem}" for p in path.parent.glob("_*.py") if p.name != "__init__.py"}
+    allowed = {"." + m for m in ALLOWED} | helpers | ({"."} if path.name == "__init__.py" else set())
+    bad = [m for m in _relative_imports(path) if m not in allowed]
+    library = path.parent.name
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        bad += [name for name in names if name.split(".")[0] == library]
+    assert not bad, f"ops/{library}/{path.name} imports {bad}; it imports only {sorted(allowed)}"
+
+
+def test_library_folders_load_only_with_their_library():
+    """``ops/__init__.py`` imports a library's folder inside ``if importlib.util.find_spec("<library>") is not None``
+    only, and the folder registers keys of the library's namespace only (``torchvision::nms.default``)."""
+    tree = ast.parse((OPS / "__init__.py").read_text())
+    guarded, imported = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and not node.module:
+            imported.update(a.name for a in node.names)
+        if isinstance(node, ast.If):
+            test = ast.unparse(node.test)
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and inner.level == 1 and not inner.module:
+                    guarded.update(a.name for a in inner.names if f"find_spec({a.name!r})" in test)
+    libraries = {p.name for p in LIBRARY_FOLDERS}
+    assert imported & libraries == guarded & libraries == libraries, (imported, guarded)
+    for key in default_registry.supported():
+        module = default_registry.get(key).__module__
+        library = module.removeprefix(f"{PKG}.ops.").split(".")[0]
+        if library in libraries:
+            assert key.startswith(f"{library}::"), f"{module} registers {key}, outside the {library}:: namespace"
+
+
+def test_library_ops_without_the_library():
+    """With the library hidden, the package imports, registers every key but the library's, and exports as before."""
+    code = (
+        "import json, sys\n"
+        + "".join(f"sys.modules[{p.name!r}] = None\n" for p in LIBRARY_FOLDERS)
+        + "import torch\n"
+        "from experimental.torch_interpreter import default_registry, to_onnx\n"
+        "onx = to_onnx(torch.nn.Linear(3, 2), (torch.randn(4, 3),))\n"
+        "print(json.dumps([default_registry.supported(), [n.op_type for n in onx.graph.node]]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    keys, nodes = json.loads(done.stdout.strip().splitlines()[-1])
+    libraries = {p.name for p in LIBRARY_FOLDERS}
+    assert keys == [k for k in default_registry.supported() if k.split("::")[0] not in libraries]
+    assert nodes == ["Gemm"]
+
+
 def test_shared_layer_imports_no_family():
     for path in (OPS / "_common").glob("*.py"):
         allowed = {".kernels", ".pool_windows", ".shapes", ".spatial", ".tensors", ".types", "...translation.context",
@@ -352,7 +416,7 @@ def _families_of(name: str, families: set[str]) -> list[str] | None:
 def test_converter_test_files_are_named_after_their_families():
     """``_unittests/test_ops_<families>.py``: one family of ``ops/`` or several joined by ``_``; a file of
     gradients ends with ``_backward`` and tests ``<family>_backward.py`` of each family it names."""
-    families = {p.stem for p in FAMILIES}
+    families = {p.stem for p in FAMILIES} | {p.name for p in LIBRARY_FOLDERS}  # a library's ops: one file
     bad = []
     for path in sorted((ROOT / "_unittests").glob("test_ops_*.py")):
         name = path.stem[len("test_ops_"):]
@@ -367,7 +431,7 @@ def test_converter_test_files_are_named_after_their_families():
 
 
 def test_no_private_torch_op_names_in_converters():
-    for path in [*FAMILIES, *(OPS / "_common").glob("*.py")]:
+    for path in [*FAMILIES, *LIBRARY_MODULES, *(OPS / "_common").glob("*.py")]:
         assert "_opname" not in path.read_text(), f"{path.name} reads torch's private _opname: use ctx.key / ctx.op_name"
 
 
