@@ -26,12 +26,7 @@ def _checked(ctx: NodeContext, input: ir.Value, rois: ir.Value, pooled_height: i
 
 @register("torchvision::ps_roi_align.default")
 def torchvision_ps_roi_align(
-    ctx: NodeContext,
-    input: ir.Value,
-    rois: ir.Value,
-    spatial_scale: float,
-    pooled_height: int,
-    pooled_width: int,
+    ctx: NodeContext, input: ir.Value, rois: ir.Value, spatial_scale: float, pooled_height: int, pooled_width: int,
     sampling_ratio: int,
 ) -> tuple[ir.Value, ir.Value | None]:
     """ps_roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width,
