@@ -1,6 +1,6 @@
 """Sphinx extension: ``.. supported-ops::`` renders ``default_registry.supported()`` at build time.
 
-One table per converter module (``ops/activation.py``...), one row per registry key with the
+One table per converter module (``ops/activation.py``..., ``ops/torchvision/nms.py`` for a library's ops), one row per registry key with the
 converter's name and the first paragraph of its docstring (the aten schema and a note). Nothing is written to
 disk. The registry is read when the extension is set up, before sphinx-gallery runs the examples: converters
 that an example registers (``demo::scaled_tanh``) are not the project's and do not appear.
@@ -24,7 +24,7 @@ def _rows():
     groups: dict[str, list[tuple[str, str, str]]] = collections.defaultdict(list)
     for key in default_registry.supported():
         fn = default_registry.get(key)
-        module = fn.__module__.rsplit(".", 1)[-1]
+        module = fn.__module__.split(".ops.", 1)[-1].replace(".", "/")  # torchvision/nms for ops/torchvision/nms.py
         groups[module].append((key, fn.__name__, (inspect.getdoc(fn) or "").strip()))
     return groups
 
