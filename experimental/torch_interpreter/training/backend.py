@@ -31,6 +31,7 @@ from ..translation.registry import default_registry
 from .compiled_graph import OrtGraph
 from .graph_translation import translate_graph
 from .options import BackendOptions
+from .unused_outputs import GradientPruner, record_forward, track_outputs
 from .verification import verified
 
 
@@ -152,12 +153,14 @@ class OrtBackend:
         keep_functions(self.options.autograd_functions)  # for the next graphs
         compile_ = functools.partial(self._compile, self.compilations)
         with capture_autograd_functions(self.options.autograd_functions, training=True, differentiable=True):
-            return aot_module_simplified(
-                gm,
-                example_inputs,
-                fw_compiler=functools.partial(compile_, "forward"),
-                bw_compiler=functools.partial(compile_, "backward"),
-                inference_compiler=functools.partial(compile_, "inference"),
+            return track_outputs(
+                aot_module_simplified(
+                    gm,
+                    example_inputs,
+                    fw_compiler=functools.partial(compile_, "forward"),
+                    bw_compiler=functools.partial(compile_, "backward"),
+                    inference_compiler=functools.partial(compile_, "inference"),
+                )
             )
 
     def _compile(self, number: int, kind: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
@@ -166,12 +169,19 @@ class OrtBackend:
         entry = GraphRecord(kind, number, len(gm.graph.nodes))
         self.graphs.append(entry)
         state: dict[str, Any] = {}
+        pruner = GradientPruner(gm) if kind == "backward" else None
 
         def run(args: list[Any]) -> Any:
             compiled = state.get("compiled")
             if compiled is None:
                 compiled = state["compiled"] = self._translate(entry, gm, args, f"{kind}_{number}")
-            return compiled(args)
+            if pruner is not None:  # gradients that only unused outputs lead to: None, as eager leaves them
+                inputs = list(args)
+                return pruner.prune(inputs, compiled(args))
+            result = compiled(args)
+            if kind == "forward":
+                record_forward(result)
+            return result
 
         run._boxed_call = True  # type: ignore[attr-defined]
         return run
