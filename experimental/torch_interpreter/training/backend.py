@@ -33,6 +33,7 @@ from .graph_translation import translate_graph
 from .options import BackendOptions
 from .unused_outputs import GradientPruner, record_forward, track_outputs
 from .verification import verified
+from .wrapped_models import compile_model
 
 
 @dataclass
@@ -162,6 +163,22 @@ class OrtBackend:
                     inference_compiler=functools.partial(compile_, "inference"),
                 )
             )
+
+    def compile(self, model: torch.nn.Module, **kwargs: Any) -> torch.nn.Module:
+        """``torch.compile(model, backend=self, **kwargs)``, which also reaches a model wrapped by
+        ``DistributedDataParallel`` or FSDP2's ``fully_shard`` (:mod:`.wrapped_models`: dynamo alone skips the
+        ``torch.nn`` modules inside them, and no graph reached the backend); after the first call, a warning (an
+        error with ``fallback="raise"``) when no graph did.
+
+        >>> import torch
+        >>> from experimental.torch_interpreter.training import OrtBackend
+        >>> backend = OrtBackend(providers="cpu")
+        >>> model = backend.compile(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1)))
+        >>> model(torch.randn(3, 4)).sum().backward()
+        >>> [g.runs_in for g in backend.graphs]
+        ['onnxruntime', 'onnxruntime']
+        """
+        return compile_model(model, self, **kwargs)
 
     def _compile(self, number: int, kind: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
         """AOTAutograd's compiler callback: the graph is translated at its first call, on real inputs (the
