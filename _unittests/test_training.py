@@ -353,6 +353,32 @@ def test_registered_backend_name():
     torch.testing.assert_close(got, model(x))
 
 
+def test_backend_by_name_says_how_to_keep_functions_whole():
+    """``backend="aten2onnx"`` is made at dynamo's first graph, after dynamo traced a Function defined before: the
+    warning says to pass ``OrtBackend()`` (not to define the class before the backend, which the user did)."""
+
+    class Thrice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 3 * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 3 * g
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return Thrice.apply(x).sin()
+
+    x = torch.randn(3, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.compile(Model(), backend="aten2onnx", options={"providers": "cpu"})(x)
+    said = [str(w.message) for w in caught if "traced through" in str(w.message)]
+    assert said and "pass backend=OrtBackend()" in said[0] and "define the class before" not in said[0], said
+    torch.testing.assert_close(got, (3 * x).sin())
+
+
 def test_a_graph_onnxruntime_refuses_runs_eagerly():
     def unknown_op(ctx, x):
         return ctx.op("NoSuchOp", x, domain="nowhere.example")

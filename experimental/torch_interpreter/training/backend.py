@@ -131,6 +131,7 @@ class OrtBackend:
         self.options = options or BackendOptions(**kwargs)
         self.graphs: list[GraphRecord] = []
         self.compilations = 0
+        self.by_name = False  # made by torch.compile(backend="aten2onnx") at the first graph
         keep_functions(self.options.autograd_functions)
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Any:
@@ -143,11 +144,21 @@ class OrtBackend:
         )
         traced = _traced_functions(gm)
         if traced:
+            if self.by_name:  # made at dynamo's first graph: the Functions were traced before anything could mark them
+                advice = (
+                    'backend="aten2onnx" is made when dynamo hands over its first graph, after dynamo traced the '
+                    "Function: pass backend=OrtBackend() (it marks the classes defined when it is made) or call "
+                    "experimental.torch_interpreter.training.keep_functions() before the first call; the next "
+                    "compilations keep them whole"
+                )
+            else:
+                advice = (
+                    "define the class before creating the backend, or call "
+                    "experimental.torch_interpreter.training.keep_functions() before the first call"
+                )
             warnings.warn(
                 f"dynamo traced through {len(traced)} custom autograd.Function call(s) (first at {traced[0]}): "
-                "their forward and backward are in the graphs as ops, not PythonOp/PythonOpGrad nodes; define the "
-                "class before creating the backend, or call "
-                "experimental.torch_interpreter.training.keep_functions() before the first call",
+                f"their forward and backward are in the graphs as ops, not PythonOp/PythonOpGrad nodes; {advice}",
                 TorchInterpreterWarning,
                 stacklevel=2,
             )
@@ -257,7 +268,9 @@ def _session(translated: Any, provider: str, name: str) -> OrtGraph:
 
 @functools.cache
 def _default() -> OrtBackend:
-    return OrtBackend()
+    backend = OrtBackend()
+    backend.by_name = True
+    return backend
 
 
 def aten2onnx(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None) -> Any:
@@ -269,5 +282,9 @@ def aten2onnx(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: 
     >>> compiled(torch.ones(1, 3)).shape
     torch.Size([1, 2])
     """
-    backend = OrtBackend(**options) if options else _default()
+    if options:
+        backend = OrtBackend(**options)
+        backend.by_name = True
+    else:
+        backend = _default()
     return backend(gm, example_inputs)
