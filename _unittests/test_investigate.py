@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from experimental.torch_interpreter import (
+    ArgumentError,
     ExportReport,
     Registry,
     SaveError,
@@ -396,3 +397,67 @@ def test_save_failure_inside_temp_folder_names_the_target(net, tmp_path, monkeyp
                                    providers=["CPUExecutionProvider"])
     got = session.run(None, {"x": args[0].numpy()})[0]
     assert np.allclose(got, model(*args).detach().numpy(), atol=1e-5)
+
+
+# -- half precision: each value compared within the tolerance of the least precise type it was computed from --
+
+
+def _half_mlp(dtype):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.LayerNorm(128), torch.nn.Linear(128, 32)
+    )
+    return model.eval().to(dtype), (torch.randn(8, 64, dtype=dtype),)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_verify_half_precision_passes(dtype):
+    model, args = _half_mlp(dtype)
+    to_onnx(model, args, verify=True)  # float32's tolerance failed at the first linear
+
+
+def test_verify_user_tolerances_apply():
+    model, args = _half_mlp(torch.float32)
+    to_onnx(model, args, verify=True)
+    with pytest.raises(VerificationError, match="atol=0, rtol=0"):  # float32 sums in another order
+        to_onnx(model, (args[0] * 100,), verify={"atol": 0.0, "rtol": 0.0})
+    with pytest.raises(ArgumentError, match="tolerances"):
+        to_onnx(model, args, verify={"tolerance": 1e-2})
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_verify_half_llama_passes(dtype):
+    to_onnx(_tiny_llama().to(dtype), (), _llama_inputs(), verify=True)
+
+
+def test_verify_half_llama_still_catches_a_wrong_converter():
+    with pytest.raises(VerificationError, match="silu"):
+        to_onnx(_tiny_llama().to(torch.float16), (), _llama_inputs(), registry=SILU, verify=True)
+
+
+def _var_mean_wrong_mean(ctx, self, dim, unbiased=True, keepdim=False):
+    """var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor) (wrong: the
+    mean doubled)"""
+    var, mean = default_registry.get(torch.ops.aten.var_mean.dim)(ctx, self, dim, unbiased, keepdim)
+    return var, ctx.op("Add", mean, mean)
+
+
+class MeanOnly(torch.nn.Module):
+    def forward(self, x):
+        var, mean = torch.var_mean(x, dim=1)
+        return mean * 3
+
+
+def test_repro_compares_the_output_that_differed(tmp_path):
+    registry = default_registry.with_converter("aten::var_mean.dim", _var_mean_wrong_mean)
+    first = find_discrepancies(MeanOnly(), (torch.randn(4, 6) + 1,), registry=registry).first
+    # output 0 (the variance) is unused and removed: the one ONNX value compared is output 1
+    assert first is not None and first.fx_node == "var_mean" and first.paths == [(1,)], first
+    first.save_repro(tmp_path / "repro")
+    out = subprocess.run([sys.executable, str(tmp_path / "repro" / "repro.py")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    line = next(line for line in out.stdout.splitlines() if line.startswith("torch output"))
+    # output 1 of var_mean (the mean) against the ONNX mean, and their difference shows
+    assert line.startswith("torch output [1]"), out.stdout
+    assert float(line.rsplit(" ", 1)[1]) > 0.5, out.stdout

@@ -114,8 +114,10 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     compare.add_argument("factory", help="FILE.py:function returning model, args, kwargs, dynamic_shapes")
-    compare.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
-    compare.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
+    compare.add_argument("--atol", type=float, default=None,
+                         help="absolute tolerance (default: each type's, 1e-4 for float32, 1e-2 for float16)")
+    compare.add_argument("--rtol", type=float, default=None,
+                         help="relative tolerance (default: each type's, 1e-3 for float32, 1e-2 for float16)")
     compare.add_argument("--markdown", metavar="R.md", help="write the table of every compared node there")
     compare.add_argument("--repro", metavar="DIR", help="write a standalone repro of the first node that differs there")
     compare.add_argument("--plot", metavar="P.png", help="save the error per node (log scale) as an image")

@@ -30,7 +30,7 @@ from .errors import (
 )
 from .investigate.input_sets import check_input_sets
 from .investigate.report import recording
-from .investigate.verify import verify_export
+from .investigate.verify import verify_export, verify_tolerances
 from .logs import ExportProgress, verbosity
 from .opsets import DEFAULT_OPSET, check_opset
 from .optimize import check_level, optimize_model, translation_opset
@@ -63,7 +63,7 @@ def to_onnx(
     optimize: bool | str = True,
     registry: Registry | None = None,
     verbose: int = 0,
-    verify: bool = False,
+    verify: bool | dict[str, float] = False,
     report: Any = None,
     autograd_functions: str | dict | None = None,
     custom_ops: str | dict | None = None,
@@ -104,7 +104,10 @@ def to_onnx(
     :param verbose: 0 silent (but an export longer than a few seconds shows its step on stderr), 1 logs the steps
         and timings, 2 also every node with its time and the whole export report
     :param verify: runs onnxruntime on the export inputs and compares every FX node with PyTorch; raises
-        :class:`VerificationError` naming the first node that differs (see :func:`find_discrepancies`)
+        :class:`VerificationError` naming the first node that differs (see :func:`find_discrepancies`); ``True``
+        compares each value within its type's tolerance (float32: atol 1e-4, rtol 1e-3; float16 1e-2; bfloat16
+        5e-2), ``{"atol": ..., "rtol": ...}`` within the tolerances given (one of them alone: the other is the
+        type's)
     :param report: an :class:`ExportReport` to fill, or a path where its markdown is written (also when the
         export fails), or True for ``filename + '.report.md'``: steps and timings, capture strategies, op
         histograms, dynamic axes, missing ops, verification
@@ -174,6 +177,7 @@ def to_onnx(
         # an opset the converters, onnx or onnxruntime cannot run: an error now, not at load
         check_opset(target_opset, "opset_version" if opset_version is not None else "target_opset")
         registry = registry or default_registry
+        tolerances = verify_tolerances(verify) if verify else {}  # a wrong value refused before the export
         kwargs, filename = _filename_in_third_position(kwargs, filename)
         meta_weights = _meta_weights(model, weights, verify=verify, filename=filename, as_ir=as_ir)
         sets = _input_sets(model, inputs, args, kwargs, dynamic_shapes, dynamic_axes)
@@ -210,7 +214,7 @@ def to_onnx(
                 export_report.step("input sets", "; ".join(check_input_sets(ep, onnx_model, model, sets)))
         if verify:  # investigate/verify.py: raises VerificationError naming the first FX node that differs
             progress.step("verification")
-            verify_export(ep, onnx_model, args, kwargs, export_report)
+            verify_export(ep, onnx_model, args, kwargs, export_report, **tolerances)
         if filename is None:
             return onnx_model if as_ir else ir.to_proto(onnx_model)
         progress.step("save")

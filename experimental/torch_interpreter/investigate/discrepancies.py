@@ -33,8 +33,8 @@ def find_discrepancies(
     *,
     onnx_model: onnx.ModelProto | ir.Model | str | os.PathLike | None = None,
     registry: Registry | None = None,
-    atol: float = 1e-4,
-    rtol: float = 1e-3,
+    atol: float | None = None,
+    rtol: float | None = None,
     **to_onnx_kwargs: Any,
 ) -> DiscrepancyReport:
     """Exports ``model`` (or takes ``onnx_model``), runs the exported program node by node in PyTorch and
@@ -47,9 +47,11 @@ def find_discrepancies(
     :param onnx_model: the ONNX model to check (made by :func:`to_onnx` from the same model);
         exported with ``registry`` when not given
     :param registry: converters to use for the export (default: the project's)
-    :param atol: absolute tolerance
-    :param rtol: relative tolerance (``|onnx - torch| <= atol + rtol * |torch|``); integers and booleans
-        must be equal, NaN in both places is equal
+    :param atol: absolute tolerance (default: that of each value's type, 1e-4 for float32, 1e-2 for float16, 5e-2 for
+        bfloat16, 0.25 and 0.5 for the float8 types)
+    :param rtol: relative tolerance (``|onnx - torch| <= atol + rtol * |torch|``; default: that of each value's type,
+        1e-3 for float32, as ``atol`` for the others); integers and booleans must be equal, NaN in both places is
+        equal
     :param to_onnx_kwargs: other options given to :func:`to_onnx` (``strict``, ``target_opset``, ...)
     :return: a :class:`DiscrepancyReport`; ``report.first`` is the first FX node that differs, or None
 

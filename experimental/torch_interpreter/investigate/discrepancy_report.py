@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidModelError
+from .compare import describe_tolerance
 from .repro import save_repro
 
 
@@ -36,6 +37,9 @@ class NodeDiscrepancy:
     reason: str = ""
     via: str = ""
     position: int = 0
+    #: for each of ``onnx_values``, the place of the PyTorch output it was compared with (indices into the node's
+    #: nested outputs: ``()`` for a single tensor)
+    paths: list[tuple[int, ...]] = field(default_factory=list)
     _context: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -91,8 +95,8 @@ class DiscrepancyReport:
     rows: list[NodeDiscrepancy]
     skipped: list[tuple[str, str]]
     total: int
-    atol: float
-    rtol: float
+    atol: float | None  # None: each value's type's (compare.TOLERANCES)
+    rtol: float | None
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -113,7 +117,7 @@ class DiscrepancyReport:
     def __str__(self) -> str:
         head = (
             f"{self.compared}/{self.total} FX nodes producing tensors compared "
-            f"({100 * self.share:.1f}%), atol={self.atol:g}, rtol={self.rtol:g}: "
+            f"({100 * self.share:.1f}%), {describe_tolerance(self.atol, self.rtol)}: "
         )
         first = self.first
         if first is None:
@@ -165,7 +169,8 @@ class DiscrepancyReport:
         colors = ["tab:blue" if r.ok else "tab:red" for r in self.rows]
         ax.scatter(xs, ys, c=colors, s=12)
         ax.plot(xs, ys, color="lightgray", linewidth=0.8, zorder=0)
-        ax.axhline(self.atol, color="gray", linestyle="--", linewidth=0.8, label=f"atol={self.atol:g}")
+        if self.atol is not None:
+            ax.axhline(self.atol, color="gray", linestyle="--", linewidth=0.8, label=f"atol={self.atol:g}")
         ax.set_yscale("log")
         ax.set_xlabel("FX node (graph order)")
         ax.set_ylabel("max |onnx - torch|")

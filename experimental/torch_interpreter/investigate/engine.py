@@ -19,13 +19,14 @@ import numpy as np
 import onnx_ir as ir
 import torch
 import torch.fx
+from torch.utils._pytree import tree_leaves
 
 from ..dtypes import value_type
 from ..errors import InputMismatchError
 from ..provenance import module_scope, source_line, target_key
 from ..runtime import to_numpy
 from .alignment import Aligner, index_path, pick
-from .compare import compare_arrays
+from .compare import compare_arrays, least_precise, tolerance
 from .discrepancy_report import DiscrepancyReport, NodeDiscrepancy
 from .onnx_run import observed, run_unoptimized
 from .torch_run import flat_inputs, run_exported_program, run_graph_module, user_inputs
@@ -40,8 +41,8 @@ def compare_exported(
     model: ir.Model,
     args: Any,
     kwargs: dict[str, Any] | None,
-    atol: float = 1e-4,
-    rtol: float = 1e-3,
+    atol: float | None = None,
+    rtol: float | None = None,
 ) -> DiscrepancyReport:
     """Compares the ONNX ``model`` translated from ``ep`` with ``ep`` itself on one set of inputs,
     FX node by FX node (see :func:`~experimental.torch_interpreter.find_discrepancies`, which exports first);
@@ -77,8 +78,8 @@ def compare_graph_module(
     input_indices: Sequence[int] | None = None,
     output_nodes: Sequence[str] | None = None,
     values: Mapping[str, ir.Value] | None = None,
-    atol: float = 1e-4,
-    rtol: float = 1e-3,
+    atol: float | None = None,
+    rtol: float | None = None,
 ) -> DiscrepancyReport:
     """Compares the ONNX ``model`` translated from ``gm`` (a graph that was not exported: one of AOTAutograd's
     forward or backward graphs) with ``gm`` run node by node on ``inputs`` (one per placeholder, in order),
@@ -148,8 +149,8 @@ def compare_graph(
     model: ir.Model,
     aligner: Aligner,
     feeds: dict[str, Any],
-    atol: float,
-    rtol: float,
+    atol: float | None,
+    rtol: float | None,
 ) -> tuple[DiscrepancyReport, dict[str, np.ndarray]]:
     """The comparison once PyTorch has run (``aligner.results``): the ONNX value of every ``call_function`` node
     of ``graph`` producing tensors is found by ``aligner``, ``model`` runs once on ``feeds`` with those values as
@@ -189,8 +190,10 @@ def compare_graph(
     onnx_done = time.perf_counter()
 
     rows = []
+    lowest = _least_precise_upstream(graph)
     for position, (node, entries) in enumerate(plan):
-        row = _compare_node(node, entries, aligner.results[node.name], onnx_results, atol, rtol)
+        node_atol, node_rtol = tolerance(lowest.get(node.name, torch.float32), atol, rtol)
+        row = _compare_node(node, entries, aligner.results[node.name], onnx_results, node_atol, node_rtol)
         if row is None:
             skipped.append((node.name, "its ONNX value could not be observed (untyped)"))
             continue
@@ -199,6 +202,16 @@ def compare_graph(
     report = DiscrepancyReport(rows, skipped, total, atol, rtol)
     report.seconds = {"onnxruntime": onnx_done - begin, "compare": time.perf_counter() - onnx_done}
     return report, onnx_results
+
+
+def _least_precise_upstream(graph: torch.fx.Graph) -> dict[str, torch.dtype]:
+    """For each node, the least precise floating type among its own values and those of every node it depends on
+    (:func:`.compare.least_precise`): the type whose tolerance its comparison takes."""
+    lowest: dict[str, torch.dtype] = {}
+    for node in graph.nodes:
+        own = [t.dtype for t in tree_leaves(node.meta.get("val")) if isinstance(t, torch.Tensor)]
+        lowest[node.name] = least_precise(own + [lowest[a.name] for a in node.all_input_nodes if a.name in lowest])
+    return lowest
 
 
 def _feed(value: Any, device: str | None = None) -> Any:
@@ -226,12 +239,12 @@ def _compare_node(
     entries: list[Entry],
     expected: Any,
     onnx_results: dict[str, np.ndarray],
-    atol: float,
-    rtol: float,
+    atol: float | None,
+    rtol: float | None,
 ) -> NodeDiscrepancy | None:
     """The row of ``node``: every output found in ``onnx_results`` compared with PyTorch's (``expected``)."""
     ok, max_abs, max_rel, reasons = True, 0.0, 0.0, []
-    t_shapes, o_shapes, t_dtypes, o_dtypes, names, vias = [], [], [], [], [], set()
+    t_shapes, o_shapes, t_dtypes, o_dtypes, names, paths, vias = [], [], [], [], [], [], set()
     for path, value, via in entries:
         if value is None or value.name not in onnx_results:
             continue
@@ -247,6 +260,7 @@ def _compare_node(
         t_dtypes.append(str(exp.dtype).replace("torch.", ""))
         o_dtypes.append(str(np.asarray(got).dtype))
         names.append(value.name)
+        paths.append(tuple(path))
         if via and via != node.name:
             vias.add(via)
     if not names:
@@ -266,6 +280,7 @@ def _compare_node(
         onnx_values=names,
         reason=", ".join(sorted(set(reasons))),
         via=", ".join(sorted(vias)),
+        paths=paths,
     )
 
 

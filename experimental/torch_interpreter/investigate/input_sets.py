@@ -16,12 +16,12 @@ from torch.utils._pytree import tree_leaves
 
 from ..errors import VerificationError
 from ..runtime import InferenceSession, to_numpy
-from .compare import compare_arrays
+from .compare import TOLERANCES, compare_arrays
 from .engine import onnx_feeds
 
-#: (atol, rtol) per floating type; other types compare exactly
-_TOLERANCES = {torch.float64: (1e-7, 1e-6), torch.float32: (1e-4, 1e-3), torch.float16: (1e-2, 1e-2),
-               torch.bfloat16: (5e-2, 5e-2)}
+#: (atol, rtol) per floating type (the comparisons' own, float64 tighter: a whole model against itself); other
+#: types compare exactly
+_TOLERANCES = {**TOLERANCES, torch.float64: (1e-7, 1e-6)}
 
 
 def _eager(model: torch.nn.Module, args: tuple, kwargs: dict) -> list[torch.Tensor]:

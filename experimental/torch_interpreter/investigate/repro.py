@@ -4,6 +4,7 @@ aten op run by PyTorch on the same values."""
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import textwrap
 from typing import Any
@@ -38,7 +39,7 @@ def save_repro(row: Any, context: Any, folder: str | os.PathLike) -> list[str]:
     nodes = [n for n in model.graph if n.metadata_props.get(FX_NODE) == name]
     if not nodes:
         raise ValueError(f"the ONNX model has no node made for FX node {name!r}")
-    proto = _standalone(model, nodes, name, context)
+    proto = _standalone(model, nodes, name, context, row.onnx_values)
     onnx_path = os.path.join(folder, "model.onnx")
     onnx.save(proto, onnx_path)
 
@@ -48,12 +49,17 @@ def save_repro(row: Any, context: Any, folder: str | os.PathLike) -> list[str]:
 
     fx_node = next(n for n in context.ep.graph.nodes if n.name == name)
     args, kwargs = _torch_args(fx_node, context)
+    paths = list(row.paths)
+    if row.via:  # a getitem of the node the repro runs: its paths start with the item's index
+        item = next(n for n in context.ep.graph.nodes if n.name == row.fx_node)
+        if item.target is operator.getitem and isinstance(item.args[1], int):
+            paths = [(item.args[1], *p) for p in paths]
     pt_path = os.path.join(folder, "inputs.pt")
     torch.save({"args": args, "kwargs": kwargs}, pt_path)
 
     py_path = os.path.join(folder, "repro.py")
     with open(py_path, "w", encoding="utf-8") as f:
-        f.write(_script(row, fx_node))
+        f.write(_script(row, fx_node, paths))
     logger.info("repro of FX node %r written in %s", name, folder)
     return [onnx_path, npz_path, pt_path, py_path]
 
@@ -81,7 +87,11 @@ def _outer_inputs(nodes: list[ir.Node]) -> list[ir.Value]:
     return list(seen.values())
 
 
-def _standalone(model: ir.Model, nodes: list[ir.Node], name: str, context: Any) -> onnx.ModelProto:
+def _standalone(
+    model: ir.Model, nodes: list[ir.Node], name: str, context: Any, compared: list[str]
+) -> onnx.ModelProto:
+    """The nodes alone; its outputs are the values ``compared`` (in that order, each standing for one PyTorch output
+    of the row), then the group's other results."""
     proto_nodes = [ir.serde.serialize_node(n) for n in nodes]
     inputs, initializers, constants = [], [], []
     for value in _outer_inputs(nodes):
@@ -93,7 +103,10 @@ def _standalone(model: ir.Model, nodes: list[ir.Node], name: str, context: Any) 
             constants.append(ir.serde.serialize_node(producer))
         else:
             inputs.append(_value_info(value, context))
-    outputs = [_value_info(v, context) for v in result_values(name, nodes).values()]
+    results = result_values(name, nodes)
+    produced = {v.name: v for n in nodes for v in n.outputs if v.name}
+    first = [produced[n] for n in compared if n in produced]
+    outputs = [_value_info(v, context) for v in [*first, *(v for n, v in results.items() if n not in compared)]]
     graph = onnx.helper.make_graph(constants + proto_nodes, f"repro_{name}", inputs, outputs, initializers)
     opsets = [onnx.helper.make_opsetid(domain, version) for domain, version in model.opset_imports.items()]
     proto = onnx.helper.make_model(graph, opset_imports=opsets, ir_version=model.ir_version)
@@ -166,7 +179,7 @@ def _all_inputs(context: Any) -> list[Any]:
     return out
 
 
-def _script(row: Any, node: torch.fx.Node) -> str:
+def _script(row: Any, node: torch.fx.Node, paths: list[tuple[int, ...]]) -> str:
     target = node.target
     if isinstance(target, torch._ops.OpOverload):
         call = f"torch.ops.{target.namespace}.{target._opname}.{target._overloadname}"
@@ -175,12 +188,17 @@ def _script(row: Any, node: torch.fx.Node) -> str:
     torch_part = (
         textwrap.dedent(f"""
         inputs = torch.load(os.path.join(HERE, "inputs.pt"), weights_only=False)
-        expected = {call}(*inputs["args"], **inputs["kwargs"])
-        expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
-        for i, (e, g) in enumerate(zip(expected, got)):
-            e = e.detach().numpy()
+        result = {call}(*inputs["args"], **inputs["kwargs"])
+        # the PyTorch output each ONNX output stands for (its indices in the op's outputs)
+        for path, g in zip(PATHS, got):
+            e = result
+            for i in path:
+                e = e[i]
+            e = e.detach().float().numpy() if e.dtype == torch.bfloat16 else e.detach().numpy()
+            g = g.astype(np.float32) if g.dtype.kind == "V" else g
             diff = np.abs(e.astype(np.float64) - g.astype(np.float64)).max() if e.size else 0.0
-            print(f"output {{i}}: torch {{e.dtype}} {{e.shape}}, onnx {{g.dtype}} {{g.shape}}, max abs diff {{diff:.3g}}")
+            print(f"torch output {{list(path)}}: torch {{e.dtype}} {{e.shape}}, onnx {{g.dtype}} {{g.shape}}, "
+                  f"max abs diff {{diff:.3g}}")
         """)
         if call
         else "\nprint('not an aten op: compare the outputs with the FX graph by hand')\n"
@@ -201,6 +219,7 @@ def _script(row: Any, node: torch.fx.Node) -> str:
         import torch
 
         HERE = os.path.dirname(os.path.abspath(__file__))
+        PATHS = {[tuple(p) for p in paths]!r}
         feeds = dict(np.load(os.path.join(HERE, "inputs.npz")))
         sess = ort.InferenceSession(os.path.join(HERE, "model.onnx"), providers=["CPUExecutionProvider"])
         got = sess.run(None, feeds)

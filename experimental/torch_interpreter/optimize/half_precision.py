@@ -59,6 +59,7 @@ import logging
 
 import onnx_ir as ir
 
+from ..metadata import FX_OUTPUT
 from ..ort_kernels import CPU_FLOAT16
 from ..provenance import copy_provenance
 from ..providers import needs_guard, of_model
@@ -153,6 +154,8 @@ def _compute_in_float(node: ir.Node, cast: dict[tuple[int, int], ir.Value] | Non
         down = ir.node("Cast", [value], {"to": F16}, name=f"{node.name}/to_float16")
         rounded = down.outputs[0]
         rounded.dtype, rounded.shape, rounded.name = F16, value.shape, name
+        if FX_OUTPUT in value.metadata_props:  # the FX node's value is the rounded one (find_discrepancies reads it)
+            rounded.metadata_props[FX_OUTPUT] = value.metadata_props.pop(FX_OUTPUT)
         copy_provenance(node, down)
         graph.insert_after(node, down)
         for user, index in users:
