@@ -40,6 +40,7 @@ def test_random_programs_train_as_eager(data):
         (239, "a backward graph that hands its incoming gradient back (no output to compute): onnxruntime refused it"),
         (996, "float64 native_layer_norm with its statistics: onnxruntime has no such kernel"),
         (1376, "float16 gradients through log_softmax, cumsum and layer_norm: as far from float64 as eager's"),
+        (60276, "layer_norm over an empty normalized shape with its statistics: onnxruntime refused the run"),
     ],
 )
 def test_seeds_of_the_long_run(seed, why):

@@ -766,3 +766,11 @@ def test_instance_and_batch_norm_of_constant_planes_are_exact(norm):
         assert float(abs(got).max()) == 0.0, (c, float(abs(got).max()))
     x = torch.randn(3, 4, 5, 5) * 3 + 50.0
     check_model(Fn(fn), (x,), atol=1e-4)
+
+
+def test_layer_norm_over_no_element():
+    """A layer norm over a normalized shape of size 0: onnxruntime's LayerNormalization refuses to run (the empty
+    input comes back, as in PyTorch; its statistics are 0 and NaN, checked by the training fuzzer's seed 60276)."""
+    w, b = torch.randn(0), torch.randn(0)
+    check_model(Fn(lambda x: F.layer_norm(x, (0,), w, b, eps=1e-3) + 1), (torch.randn(7, 2, 2, 0),))
+    check_model(Fn(lambda x: F.layer_norm(x, (2, 0))), (torch.randn(3, 2, 0),))

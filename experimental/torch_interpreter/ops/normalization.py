@@ -97,6 +97,8 @@ def _layer_norm(
 ) -> Any:
     axis = -len(normalized_shape)
     compute = kernel_dtype("LayerNormalization", input.dtype)
+    if any(isinstance(d, int) and d == 0 for d in normalized_shape):  # onnxruntime refuses an empty normalization
+        return _empty_layer_norm(ctx, ctx.cast(input, compute), axis, num_outputs)
     scale = ctx.cast(weight, compute) if weight is not None else _filled(ctx, input, axis, None, 1.0, compute)
     b = [] if bias is None else [ctx.cast(bias, compute)]  # no trailing empty input: onnxruntime crashes
     if compute == ir.DataType.DOUBLE and num_outputs > 1:  # onnxruntime has no double kernel with mean and rstd
@@ -112,6 +114,15 @@ def _layer_norm(
         stash_type=stash,
         num_outputs=num_outputs,
     )
+
+
+def _empty_layer_norm(ctx: NodeContext, x: ir.Value, axis: int, num_outputs: int) -> Any:
+    """Layer normalization over no element, as PyTorch gives it: ``x`` (empty), a mean of 0 and a reciprocal
+    standard deviation of NaN (0 / 0) per row."""
+    if num_outputs == 1:
+        return x
+    mean = ctx.op("ReduceSum", x, ctx.const(list(range(axis, 0)), INT64), keepdims=1)  # 0 over no element
+    return x, mean, ctx.op("Div", mean, mean)
 
 
 def _layer_norm_double(
