@@ -239,7 +239,8 @@ def closer_than_eager(
 ) -> bool:
     """True when, on every float output where ``got`` and eager's ``expected`` differ, ``got``'s worst error
     against the float64 ``reference`` is no larger than ``factor`` times eager's (within half a unit in the last
-    place of the least precise type); other outputs must be equal."""
+    place of the least precise type), and where ``got`` or ``reference`` is not finite, ``got`` is ``reference``
+    (the same infinity, or NaN); other outputs must be equal."""
     for e, g, r, low in zip(expected, got, reference, lows):
         if not e.is_floating_point() or r.shape != e.shape:
             if compare(e, g) is not None:
@@ -255,7 +256,10 @@ def closer_than_eager(
             # half a unit in the last place of the least precise type: the rounding of the result itself
             bits = _MANTISSA_BITS[least_precise([e.dtype, low])]
             half_ulp = np.exp2(np.floor(np.log2(np.maximum(np.abs(r64), 2.0**-14))) - bits - 1)
-            if (differ & ~finite).any():
+            # a non-finite value on either side: onnxruntime must give float64's (eager's float32 GELU of +inf is NaN
+            # where float64's is +inf: onnxruntime's +inf is no farther than eager from float64)
+            as_reference = (g64 == r64) | (np.isnan(g64) & np.isnan(r64))
+            if (differ & ~finite & ~as_reference).any():
                 return False
             if differ.any() and float((np.abs(g64 - r64) - half_ulp)[finite].max()) > factor * float(
                 eager_error[finite].max()
