@@ -261,7 +261,7 @@ def closer_than_eager(
             as_reference = (g64 == r64) | (np.isnan(g64) & np.isnan(r64))
             if (differ & ~finite & ~as_reference).any():
                 return False
-            if differ.any() and float((np.abs(g64 - r64) - half_ulp)[finite].max()) > factor * float(
+            if (differ & finite).any() and float((np.abs(g64 - r64) - half_ulp)[finite].max()) > factor * float(
                 eager_error[finite].max()
             ):
                 return False
