@@ -99,3 +99,17 @@ def test_cli_errors_name_the_problem(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as info:
         main(["export"])
     assert info.value.code == 2 and "factory" in capsys.readouterr().err
+
+
+def test_cli_compare_plot_without_matplotlib_says_so_first(tmp_path, monkeypatch, capsys):
+    """``--plot`` where matplotlib is missing: the project's error naming the package, before the comparison."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f.py").write_text(FACTORY)
+    assert main(["compare", "f.py:factory", "--plot", "c.png"]) == 1
+    err = capsys.readouterr().err
+    assert "matplotlib" in err and "pip install matplotlib" in err, err
+    assert not (tmp_path / "c.png").exists()

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from .convert import to_onnx
-from .errors import InvalidModelError, TorchInterpreterError
+from .errors import InvalidModelError, TorchInterpreterError, require
 from .genai.package import PRECISIONS, PROVIDERS, export_genai
 from .investigate.discrepancies import find_discrepancies
 from .investigate.report import ExportReport
@@ -212,6 +212,8 @@ def _copy_model(output: str, folder: str) -> None:
 
 
 def _compare(ns: argparse.Namespace) -> int:
+    if ns.plot:  # before the comparison, which takes a while
+        require("matplotlib", "--plot's images", "matplotlib")
     model, args, kwargs, dynamic_shapes = load_factory(ns.factory)
     report = find_discrepancies(model, args, kwargs, dynamic_shapes, atol=ns.atol, rtol=ns.rtol,
                                 strict=ns.strict, target_opset=ns.opset, verbose=ns.verbose)

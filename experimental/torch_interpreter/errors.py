@@ -108,6 +108,28 @@ class UnsupportedTorchError(TorchInterpreterError, ImportError):
     supported release."""
 
 
+class MissingDependencyError(TorchInterpreterError, ImportError):
+    """An optional package a feature needs is not installed (matplotlib for plots...): the message names the
+    package and the command that installs it."""
+
+
+def require(module: str, feature: str, install: str | None = None) -> None:
+    """Raises :class:`MissingDependencyError` when ``module`` cannot be imported.
+
+    >>> require("json", "reading JSON")
+    >>> require("no_such_package_here", "plots")
+    Traceback (most recent call last):
+    ...
+    experimental.torch_interpreter.errors.MissingDependencyError: plots need the package 'no_such_package_here', which is not installed: pip install no_such_package_here
+    """
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MissingDependencyError(
+            f"{feature} need the package {module!r}, which is not installed: pip install {install or module}"
+        )
+
+
 class TorchInterpreterWarning(UserWarning):
     """Base class of every warning emitted by :mod:`experimental.torch_interpreter`."""
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidModelError
+from ..errors import InvalidModelError, require
 from .compare import describe_tolerance
 from .repro import save_repro
 
@@ -159,6 +159,7 @@ class DiscrepancyReport:
         'log'
         >>> ax.figure.savefig(os.devnull, format="png", bbox_inches="tight")  # "tight" keeps the legend
         """
+        require("matplotlib", "plots", "matplotlib")
         import matplotlib.pyplot as plt
 
         created = ax is None
