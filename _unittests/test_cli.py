@@ -113,3 +113,25 @@ def test_cli_compare_plot_without_matplotlib_says_so_first(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert "matplotlib" in err and "pip install matplotlib" in err, err
     assert not (tmp_path / "c.png").exists()
+
+
+def test_cli_genai_takes_the_builders_spelling(monkeypatch, capsys):
+    """``-i MODEL -o OUT -p int4 -e cpu``, as ``onnxruntime_genai.models.builder`` takes them; a folder given twice
+    or missing is refused by the parser."""
+    import experimental.torch_interpreter.cli as cli
+
+    seen = {}
+
+    def fake_genai(ns):
+        seen.update(model=ns.model_folder, out=ns.out_folder, precision=ns.precision, provider=ns.provider)
+        return 0
+
+    monkeypatch.setattr(cli, "_genai", fake_genai)
+    assert main(["genai", "-i", "m", "-o", "p", "-p", "int4", "-e", "cpu"]) == 0
+    assert seen == {"model": "m", "out": "p", "precision": "int4", "provider": "cpu"}
+    assert main(["genai", "m2", "p2"]) == 0 and seen["model"] == "m2" and seen["out"] == "p2"
+    for argv in (["genai", "m", "-i", "m", "-o", "p"], ["genai", "-i", "m"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2
+    assert "given twice" in capsys.readouterr().err

@@ -127,8 +127,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Writes OUT_FOLDER: model.onnx (+ external data), genai_config.json and the tokenizer files, "
         "which onnxruntime_genai.Model(OUT_FOLDER) loads.",
     )
-    genai.add_argument("model_folder", help="a folder written by save_pretrained (config.json, weights, tokenizer)")
-    genai.add_argument("out_folder", help="the package's folder (must not exist, see --overwrite)")
+    genai.add_argument("model_folder", nargs="?",
+                       help="a folder written by save_pretrained (config.json, weights, tokenizer); or -i")
+    genai.add_argument("out_folder", nargs="?", help="the package's folder (must not exist, see --overwrite); or -o")
+    # the model builder's spelling (python -m onnxruntime_genai.models.builder -i ... -o ... -p ... -e ...)
+    genai.add_argument("-i", "--input", dest="input_folder", metavar="MODEL_FOLDER", help="as model_folder")
+    genai.add_argument("-o", "--output", dest="output_folder", metavar="OUT_FOLDER", help="as out_folder")
+    genai.set_defaults(genai_parser=genai)  # its errors (the folders checked after parsing) in its own usage
     genai.add_argument("-p", "--precision", default="fp32", choices=PRECISIONS,
                        help="fp32 (default); fp16 or bf16 for CUDA; int4: weights of the products in int4")
     genai.add_argument("-e", "--provider", default="cpu", choices=PROVIDERS,
@@ -136,6 +141,17 @@ def _parser() -> argparse.ArgumentParser:
     genai.add_argument("--overwrite", action="store_true", help="replace OUT_FOLDER when it exists")
     genai.add_argument("-v", "--verbose", action="count", default=0, help="log the steps")
     return parser
+
+
+def _folders(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """``model_folder`` and ``out_folder`` from the positional arguments or ``-i``/``-o``, each given once."""
+    for name, option, flag in (("model_folder", "input_folder", "-i"), ("out_folder", "output_folder", "-o")):
+        positional, given = getattr(ns, name), getattr(ns, option)
+        if positional is not None and given is not None:
+            parser.error(f"{name} given twice: as an argument and as {flag}")
+        if positional is None and given is None:
+            parser.error(f"the following arguments are required: {name} (or {flag})")
+        setattr(ns, name, positional if positional is not None else given)
 
 
 def _genai(ns: argparse.Namespace) -> int:
@@ -242,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     1
     """
     ns = _parser().parse_args(argv)
+    if ns.command == "genai":
+        _folders(ns, ns.genai_parser)
     try:
         return {"export": _export, "compare": _compare, "genai": _genai}[ns.command](ns)
     except TorchInterpreterError as e:
