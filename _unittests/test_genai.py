@@ -188,6 +188,15 @@ def test_model_object_with_tokenizer(tmp_path, folders):
     _same_tokens(src, package.folder, PROMPTS[:1])
 
 
+def test_model_object_finds_its_folders_tokenizer(tmp_path, folders):
+    """A model object loaded with from_pretrained: the tokenizer files of the folder its name_or_path names (the
+    package had none, and onnxruntime_genai.Tokenizer could not load it)."""
+    src = folders("llama")
+    package = export_genai(transformers.AutoModelForCausalLM.from_pretrained(src), tmp_path / "pkg")
+    assert "tokenizer.json" in package.files
+    _same_tokens(src, package.folder, PROMPTS[:1])
+
+
 def test_int4_package(folders, llama_package, tmp_path):
     """Every product's weight in int4 through onnxruntime's quantizer; the package loads and generates, its logits
     close to fp32's: cosine above 0.95 (0.99 measured), the same next token (random weights give flat logits, so

@@ -32,7 +32,7 @@ from .last_token import LastTokenLogits
 from .quantize import quantize_int4
 from .shared_buffer_check import check_shared_buffer
 from .source import CausalLM, load_causal_lm
-from .tokenizer_files import write_tokenizer
+from .tokenizer_files import tokenizer_folder, write_tokenizer
 from .twin import twin_model
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def export_genai(
     :param provider: ``"cpu"`` or ``"cuda"``: the execution provider the package is made for (graph and
         ``genai_config.json``)
     :param tokenizer: a transformers tokenizer or a folder holding its files; default: the files of ``model``'s
-        folder
+        folder (for a model object, the local folder its ``name_or_path`` names, as ``from_pretrained`` left it)
     :param overwrite: replace ``folder`` when it exists
     :param verbose: 0 silent, 1 logs the steps
     :return: a :class:`GenAIPackage`
@@ -131,7 +131,7 @@ def export_genai(
         inputs.has_position_ids = any(v.name == "position_ids" for v in onx.graph.inputs)
         config = genai_config(lm.config, generation, inputs, provider=provider, filename=MODEL_FILE,
                               share_buffer=shared)
-        files = _write_package(onx, config, lm.folder, tokenizer, folder, overwrite)
+        files = _write_package(onx, config, lm.folder or tokenizer_folder(lm.model), tokenizer, folder, overwrite)
     counts = Counter(n.op_type for n in onx.graph)
     seconds = time.perf_counter() - begin
     logger.info("package written in %s (%.1f s): %s", folder, seconds, ", ".join(files))

@@ -14,6 +14,21 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
                    "tokenizer.model", "vocab.json", "merges.txt", "vocab.txt", "chat_template.jinja")
 
 
+def tokenizer_folder(model: Any) -> str | None:
+    """The local folder a transformers model was loaded from (``model.name_or_path``, as ``from_pretrained`` sets
+    it) when it holds tokenizer files, else None: a hub name or a model built from a config has none.
+
+    >>> class Loaded:
+    ...     name_or_path = "no/such/folder"
+    >>> tokenizer_folder(Loaded()) is None
+    True
+    """
+    path = getattr(model, "name_or_path", None) or getattr(getattr(model, "config", None), "name_or_path", None)
+    if not isinstance(path, (str, os.PathLike)) or not os.path.isdir(path):
+        return None
+    return os.fspath(path) if any(os.path.isfile(os.path.join(path, f)) for f in TOKENIZER_FILES) else None
+
+
 def write_tokenizer(folder: str | None, tokenizer: Any, target: str) -> list[str]:
     """Writes the tokenizer files into ``target``: ``tokenizer`` (a transformers tokenizer or a folder) when
     given, else those of the model's ``folder``; returns the names written (none: the package generates from
