@@ -32,8 +32,9 @@ from .investigate.input_sets import check_input_sets
 from .investigate.report import recording
 from .investigate.verify import verify_export, verify_tolerances
 from .logs import ExportProgress, verbosity
-from .opsets import DEFAULT_OPSET, check_opset
+from .opsets import DEFAULT_OPSET, MIN_OPSET, check_opset
 from .optimize import check_level, optimize_model, translation_opset
+from .optimize.opset_conversion import convert_down
 from .providers import KNOWN as KNOWN_PROVIDERS
 from .providers import check_providers
 from .python_op.attributes import DOMAIN as PYTHON_OP_DOMAIN
@@ -91,7 +92,9 @@ def to_onnx(
     :param strict: capture with dynamo (``True``) or by tracing Python (``False``, default)
     :param filename: also saves the model there, weights above 1 KB in ``filename + '.data'`` when
         they total more than 1 MB (see ``external_data``)
-    :param target_opset: opset of the main domain (18 or more)
+    :param target_opset: opset of the main domain: 18 or more, or 11 to 17, where the translation at 18 is converted
+        down by onnx's version converter (an op without an older version, ``LayerNormalization`` before 17, is
+        refused naming it)
     :param external_data: force (True) or forbid (False) the external data file
     :param as_ir: return the ``onnx_ir.Model`` (weights shared with the torch model, no copy)
         instead of an ``onnx.ModelProto``; when ``filename`` is given and weights are external, the
@@ -175,7 +178,10 @@ def to_onnx(
         check_level(optimize)
         providers = check_providers(providers)
         # an opset the converters, onnx or onnxruntime cannot run: an error now, not at load
-        check_opset(target_opset, "opset_version" if opset_version is not None else "target_opset")
+        keyword = "opset_version" if opset_version is not None else "target_opset"
+        check_opset(target_opset, keyword, convertible=True)
+        # an older opset: the translation at the converters' oldest, converted down after the optimization
+        older, target_opset = (target_opset, MIN_OPSET) if target_opset < MIN_OPSET else (None, target_opset)
         registry = registry or default_registry
         tolerances = verify_tolerances(verify) if verify else {}  # a wrong value refused before the export
         kwargs, filename = _filename_in_third_position(kwargs, filename)
@@ -204,6 +210,8 @@ def to_onnx(
         logger.info("optimization: optimize=%r, %d nodes...", optimize, len(onnx_model.graph))
         progress.step("optimization")
         optimize_model(onnx_model, optimize)  # optimize/: generic passes, onnxruntime fusions
+        if older is not None:
+            onnx_model = convert_down(onnx_model, older, keyword)
         _warn_python_ops(onnx_model)
         if capture_report is not None:
             capture_report.record(onnx_model)

@@ -16,6 +16,9 @@ IR_VERSION = 10
 #: the lowest opset of the main domain the converters write, and the one a model gets unless told otherwise
 MIN_OPSET = 18
 DEFAULT_OPSET = 18
+#: the oldest opset ``to_onnx`` writes: below :data:`MIN_OPSET`, the translation at that opset converted down by onnx's
+#: version converter (:mod:`.optimize.opset_conversion`), which refuses an op without an older version
+OLDEST_OPSET = 11
 
 
 @functools.lru_cache(maxsize=8)
@@ -55,10 +58,11 @@ def _ort_loads(ort: Any, opset: int) -> bool:
     return True
 
 
-def check_opset(target_opset: int, keyword: str = "target_opset") -> None:
+def check_opset(target_opset: int, keyword: str = "target_opset", convertible: bool = False) -> None:
     """Raises :class:`OpsetError` when the converters (opset :data:`MIN_OPSET` or more), the installed onnx or
     onnxruntime cannot handle ``target_opset``; ``keyword`` is the name the user gave it (``opset_version`` for
-    torch.onnx's).
+    torch.onnx's); ``convertible``: an opset from :data:`OLDEST_OPSET` on is taken (the export converts its
+    translation down to it).
 
     >>> check_opset(18)
     >>> check_opset(17, "opset_version")
@@ -66,9 +70,10 @@ def check_opset(target_opset: int, keyword: str = "target_opset") -> None:
     ...
     experimental.torch_interpreter.errors.OpsetError: opset_version=17: the converters need opset 18 or more (opset_version=18 or leave it out: the default is 18)
     """
-    if not isinstance(target_opset, int) or isinstance(target_opset, bool) or target_opset < MIN_OPSET:
+    oldest = OLDEST_OPSET if convertible else MIN_OPSET
+    if not isinstance(target_opset, int) or isinstance(target_opset, bool) or target_opset < oldest:
         raise OpsetError(
-            f"{keyword}={target_opset!r}: the converters need opset {MIN_OPSET} or more ({keyword}={DEFAULT_OPSET} "
+            f"{keyword}={target_opset!r}: the converters need opset {oldest} or more ({keyword}={DEFAULT_OPSET} "
             f"or leave it out: the default is {DEFAULT_OPSET})"
         )
     onnx_max = onnx.defs.onnx_opset_version()
