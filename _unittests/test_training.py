@@ -6,6 +6,8 @@ fallback and the verification option."""
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 import logging
 import warnings
 
@@ -355,7 +357,9 @@ def test_registered_backend_name():
 
 def test_backend_by_name_says_how_to_keep_functions_whole():
     """``backend="aten2onnx"`` is made at dynamo's first graph, after dynamo traced a Function defined before: the
-    warning says to pass ``OrtBackend()`` (not to define the class before the backend, which the user did)."""
+    warning says to pass ``OrtBackend()`` (not to define the class before the backend, which the user did). The
+    class is defined after the name was first looked up (which marks the classes defined then)."""
+    torch.compile(torch.nn.Identity(), backend="aten2onnx")
 
     class Thrice(torch.autograd.Function):
         @staticmethod
@@ -377,6 +381,38 @@ def test_backend_by_name_says_how_to_keep_functions_whole():
     said = [str(w.message) for w in caught if "traced through" in str(w.message)]
     assert said and "pass backend=OrtBackend()" in said[0] and "define the class before" not in said[0], said
     torch.testing.assert_close(got, (3 * x).sin())
+
+
+def test_backend_by_name_keeps_functions_defined_before_the_first_compile(tmp_path):
+    """In a new process, a Function defined before the first ``torch.compile(backend="aten2onnx")``: the lookup of
+    the name marks it, dynamo leaves it whole, the graphs hold a PythonOp / PythonOpGrad pair (no warning)."""
+    script = tmp_path / "by_name.py"
+    script.write_text(
+        "import warnings, torch\n"
+        "from experimental.torch_interpreter.training.backend import _default\n"
+        "class Twice(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        return 2 * x\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        return 2 * g\n"
+        "class M(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return Twice.apply(x).sin()\n"
+        "x = torch.randn(3, requires_grad=True)\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    y = torch.compile(M(), backend='aten2onnx')(x)\n"
+        "    y.sum().backward()\n"
+        "assert not [w for w in caught if 'traced through' in str(w.message)], [str(w.message) for w in caught]\n"
+        "ops = sorted({n.op_type for g in _default().graphs for n in g.graph.model.graph.node})\n"
+        "assert 'PythonOp' in ops and 'PythonOpGrad' in ops, ops\n"
+        "torch.testing.assert_close(x.grad, 2 * torch.cos(2 * x.detach()))\n"
+        "print('ok', ops)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
 
 
 def test_a_graph_onnxruntime_refuses_runs_eagerly():
