@@ -774,3 +774,28 @@ def test_layer_norm_over_no_element():
     w, b = torch.randn(0), torch.randn(0)
     check_model(Fn(lambda x: F.layer_norm(x, (0,), w, b, eps=1e-3) + 1), (torch.randn(7, 2, 2, 0),))
     check_model(Fn(lambda x: F.layer_norm(x, (2, 0))), (torch.randn(3, 2, 0),))
+
+
+class _TwoNarrowed(torch.nn.Module):
+    def forward(self, x, y):
+        torch._check(x.shape[0] >= 5)
+        torch._check(y.shape[0] >= 6)
+        return x.sum() + y.sum()
+
+
+def test_narrowed_axes_one_short_warning_at_the_users_line():
+    """Two narrowed axes: one warning naming both (it was one long warning per input), attributed to the line
+    calling to_onnx (it pointed into the package)."""
+    import warnings
+
+    from experimental.torch_interpreter import RangeConstraintWarning, to_onnx
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        to_onnx(_TwoNarrowed(), (torch.randn(6, 3), torch.randn(7, 2)), dynamic_shapes=({0: "a"}, {0: "b"}))
+    said = [w for w in caught if issubclass(w.category, RangeConstraintWarning)]
+    assert len(said) == 1, [str(w.message) for w in said]
+    text = str(said[0].message)
+    assert "narrowed 2 dynamic axes" in text and "input 'x' axis 0" in text and "input 'y' axis 0" in text, text
+    assert len(text) < 450, len(text)
+    assert said[0].filename == __file__, said[0].filename

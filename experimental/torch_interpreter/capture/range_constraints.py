@@ -14,7 +14,6 @@ inputs.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -27,6 +26,7 @@ from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import bound_sympy
 
 from ..errors import TorchInterpreterWarning
+from ..logs import warn_at_user
 from ..metadata import RANGE_CONSTRAINTS, write_json
 
 logger = logging.getLogger(__name__)
@@ -173,13 +173,12 @@ def record(
         return []
     write_json(model, RANGE_CONSTRAINTS, [asdict(r) for r in found])
     narrowed = [r for r in found if r.narrowed]
-    for r in narrowed:
+    if narrowed:  # one warning for them all, at the user's line
         message = (
-            f"torch.export narrowed a dynamic axis: {r.describe()} (the model's code requires it: a "
-            "torch._check, a slice of a fixed length, a reshape); InferenceSession refuses sizes outside it with a "
-            f"RuntimeFeedError (the range is kept in metadata_props[{RANGE_CONSTRAINTS!r}]); a bare onnxruntime "
-            "session does not check it and may give other results than PyTorch there"
+            f"torch.export narrowed {len(narrowed)} dynamic ax{'es' if len(narrowed) > 1 else 'is'} (the model's code "
+            f"requires it): {'; '.join(r.describe() for r in narrowed)}. InferenceSession refuses other sizes; a bare "
+            f"onnxruntime session does not check them (metadata_props[{RANGE_CONSTRAINTS!r}])"
         )
         logger.debug("%s", message)
-        warnings.warn(message, RangeConstraintWarning, stacklevel=3)
+        warn_at_user(message, RangeConstraintWarning)
     return narrowed

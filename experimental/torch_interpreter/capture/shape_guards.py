@@ -25,7 +25,6 @@ with a :class:`~experimental.torch_interpreter.RuntimeFeedError` instead of retu
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +33,7 @@ import sympy
 import torch
 from torch.export.graph_signature import InputKind
 
+from ..logs import warn_at_user
 from ..metadata import SHAPE_GUARDS, write_json
 from ..provenance import source_line
 from .range_constraints import RangeConstraintWarning
@@ -207,14 +207,15 @@ def record(ep: torch.export.ExportedProgram, model: ir.Model) -> list[dict[str, 
     []
     """
     found = guards(ep, [v.name for v in model.graph.inputs])
-    for g in found:
+    if found:  # one warning for them all, at the user's line
+        conditions = "; ".join(f"{g['check']} ({g['why']}, FX node {g['node']!r}, {g['source']})" for g in found)
         message = (
-            f"the exported graph relies on a condition on the input sizes that it does not check: {g['check']} "
-            f"({g['why']}, FX node {g['node']!r}, {g['source']}); other sizes would give other results than "
-            f"PyTorch. It is kept in metadata_props[{SHAPE_GUARDS!r}] and this project's InferenceSession "
-            "refuses inputs that break it"
+            f"the exported graph relies on {len(found)} condition{'s' if len(found) > 1 else ''} on the input sizes "
+            f"that it does not check: {conditions}. InferenceSession refuses inputs that break "
+            f"{'them' if len(found) > 1 else 'it'}; a bare onnxruntime session does not "
+            f"(metadata_props[{SHAPE_GUARDS!r}])"
         )
-        warnings.warn(message, RangeConstraintWarning, stacklevel=3)
+        warn_at_user(message, RangeConstraintWarning)
     if found:
         write_json(model, SHAPE_GUARDS, found)
         logger.info("%d conditions on the input sizes kept in metadata_props[%r]", len(found), SHAPE_GUARDS)
