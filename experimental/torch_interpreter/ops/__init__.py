@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     indexing,
     inplace,
     linalg,
+    linalg_backward,
     logical,
     loss,
     loss_backward,
