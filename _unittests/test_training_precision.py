@@ -84,3 +84,42 @@ def test_conv_batch_norm_relu_block():
 
     _check(Block(32), torch.randn(2, 32, 4, 4))
 
+
+
+def _amp_steps(model, dtype, backend, init_scale, steps=3):
+    """Losses and the scaler's scale after each AdamW step under ``torch.autocast`` with a ``GradScaler``."""
+    run = backend.compile(model) if backend is not None else model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init_scale)
+    gen = torch.Generator().manual_seed(3)
+    losses, scales = [], []
+    for _ in range(steps):
+        x, y = torch.randn(8, 16, generator=gen), torch.randint(0, 4, (8,), generator=gen)
+        optimizer.zero_grad()
+        with torch.autocast("cpu", dtype=dtype):
+            loss = torch.nn.functional.cross_entropy(run(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        losses.append(loss.item())
+        scales.append(scaler.get_scale())
+    return losses, scales
+
+
+def test_autocast_and_grad_scaler_as_eager():
+    """Mixed precision through the backend: autocast's float16 and bfloat16 graphs in onnxruntime, the losses of
+    eager within the type's rounding, the scaler's scale after each step the same, a step whose scaled gradients
+    overflow float16 (scale 2**40) skipped and the scale lowered as eagerly."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    for dtype, rel, init_scale in ((torch.bfloat16, 2e-3, 2.0**8), (torch.float16, 2e-4, 2.0**8),
+                                   (torch.float16, 2e-4, 2.0**40)):
+        backend = OrtBackend(providers="cpu", fallback="raise")
+        expected = _amp_steps(copy.deepcopy(model), dtype, None, init_scale)
+        got = _amp_steps(copy.deepcopy(model), dtype, backend, init_scale)
+        assert {g.runs_in for g in backend.graphs} == {"onnxruntime"}, backend.graphs
+        assert got[1] == expected[1], (dtype, init_scale, got[1], expected[1])
+        if init_scale == 2.0**40:  # the overflow happened: the scale went down
+            assert got[1][0] < init_scale
+        for g, e in zip(got[0], expected[0]):
+            assert abs(g - e) <= rel * abs(e), (dtype, got[0], expected[0])
