@@ -129,3 +129,29 @@ def test_inferred_shapes_fall_back_to_static():
     assert [d.dim_value for d in onx.graph.input[0].type.tensor_type.shape.dim] == [2, 3]
     got = InferenceSession(onx).run(None, {"input_ids": ids})[0]
     np.testing.assert_allclose(got, model(ids).detach().numpy(), rtol=1e-6)
+
+
+def test_batch_of_one_without_cache_holds_at_every_batch():
+    """A Llama without cache, exported from a batch of 1 with a dynamic batch: under backed_size_oblivious a
+    broadcast of the mask fixed the batch to 1 (the graph failed in plain onnxruntime at batch 2 while its input
+    declared ``batch``); the capture is redone from the example repeated to batch 2, checked at 1 and 2, and said
+    once. The graph equals eager at batches 1, 2 and 3 in a plain onnxruntime session."""
+    import warnings
+
+    import onnxruntime as ort
+
+    config = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                      num_attention_heads=4, num_key_value_heads=2, use_cache=False)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        onx = to_onnx(model, (torch.randint(0, 100, (1, 6)),), dynamic_shapes=({0: "batch", 1: "seq"},))
+    said = [str(w.message) for w in caught if issubclass(w.category, CaptureStrategyWarning)]
+    assert len(said) == 1 and "repeated to size 2" in said[0], said
+    assert [w.filename for w in caught if issubclass(w.category, CaptureStrategyWarning)] == [__file__]
+    sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch, seq in [(1, 6), (2, 6), (3, 5)]:
+        ids = torch.randint(0, 100, (batch, seq), generator=torch.Generator().manual_seed(batch))
+        got = sess.run(None, {"input_ids": ids.numpy()})[0]
+        np.testing.assert_allclose(got, model(ids).logits.detach().numpy(), atol=1e-4, rtol=1e-4)

@@ -23,9 +23,11 @@ from torch.export.exported_program import _get_shape_env
 from torch.utils._pytree import keystr, tree_flatten_with_path
 from torch.utils._sympy.functions import Mod, PythonMod
 
-from ...errors import DynamicShapeError, ExportCaptureError
+from ...errors import CaptureStrategyWarning, DynamicShapeError, ExportCaptureError
+from ...logs import warn_at_user
 from ...torch_versions import backed_hints
 from ..dynamic_shapes import DimSpec, normalize
+from ..grown_example import differs_at, grown
 from ..failures import Failure, FailureKind
 from ..report import CaptureReport
 from ..strategy import Attempt, Outcome, Strategy
@@ -129,7 +131,9 @@ class SizeOblivious(Strategy):
         export: Callable[[Attempt], torch.export.ExportedProgram],
         report: CaptureReport,
     ) -> Outcome:
-        pinned = pinned_small_sizes(ep) if self.name not in attempt.active else []
+        if self.name in attempt.active:
+            return self._grown_if_pinned(attempt, ep, export, report)
+        pinned = pinned_small_sizes(ep)
         if not pinned:
             return attempt, ep
         note = (f"torch.export fixed sizes derived from the dynamic axes to their example value 0/1 "
@@ -142,3 +146,42 @@ class SizeOblivious(Strategy):
             return attempt, ep
         report.use(self.name, note)
         return oblivious, retried
+
+    def _grown_if_pinned(
+        self,
+        attempt: Attempt,
+        ep: torch.export.ExportedProgram,
+        export: Callable[[Attempt], torch.export.ExportedProgram],
+        report: CaptureReport,
+    ) -> Outcome:
+        """The program captured under backed_size_oblivious, checked at size 2 on the small axes; where it does
+        not hold there (a broadcast of the example fixed the axis), captured again from the example grown to 2 and
+        checked at the example's own size, or refused."""
+        bigger = grown(attempt.spec, attempt.args, attempt.kwargs)
+        problem = differs_at(ep, attempt.model, *bigger) if bigger is not None else None
+        if problem is None:
+            return attempt, ep
+        small = ", ".join(small_dynamic_sizes(attempt.spec, attempt.args, attempt.kwargs))
+        advice = f"export with an example of size 2 or more on {small}"
+        retry = replace(attempt, args=bigger[0], kwargs=bigger[1], active=attempt.active - {self.name})
+        try:
+            retried = export(retry)
+        except (ExportCaptureError, DynamicShapeError) as e:
+            raise ExportCaptureError(
+                f"the graph captured from example sizes 1 ({small}) with backed_size_oblivious holds at that size "
+                f"only (at size 2: {problem}), and the capture from the example grown to 2 failed "
+                f"({str(e).splitlines()[0][:200]}): {advice}"
+            ) from e
+        back = differs_at(retried, attempt.model, attempt.args, attempt.kwargs, check_guards=False)
+        if back is not None:
+            raise ExportCaptureError(
+                f"the graph captured from example sizes 1 ({small}) holds at that size only (at size 2: {problem}); "
+                f"captured from the example grown to 2 it does not hold at size 1 ({back}): {advice}, and a "
+                "second graph for size 1"
+            )
+        note = (f"example sizes 1 on dynamic axes ({small}): the graph captured with backed_size_oblivious held at "
+                f"size 1 only ({problem}); captured again from the example repeated to size 2, checked against the "
+                "model at sizes 1 and 2")
+        report.use(self.name, note)
+        warn_at_user(note, CaptureStrategyWarning)
+        return retry, retried
