@@ -283,14 +283,15 @@ def test_narrowed_lower_bound_warns_and_is_recorded():
 def test_narrowed_upper_bound_warns_and_is_recorded():
     from experimental.torch_interpreter import RangeConstraintWarning
 
-    with pytest.warns(RangeConstraintWarning, match=r"input 'x' axis 0 \('n'\) must be in \[2, 3\]"):
+    # [1, 3]: torch's range starts at 2, the graph was checked at size 1 (it holds there)
+    with pytest.warns(RangeConstraintWarning, match=r"input 'x' axis 0 \('n'\) must be in \[1, 3\]"):
         onx = check_model(
             _FirstFourRows(),
             (torch.randn(3, 2), torch.randn(4, 2)),
             dynamic_shapes=({0: "n"}, None),
             more_inputs=[((torch.randn(2, 2), torch.randn(4, 2)), None)],
         )
-    assert [(r["input"], r["axis"], r["low"], r["high"]) for r in _narrowed(onx)] == [("x", 0, 2, 3)]
+    assert [(r["input"], r["axis"], r["low"], r["high"]) for r in _narrowed(onx)] == [("x", 0, 1, 3)]
 
 
 def test_default_and_declared_ranges_do_not_warn():
@@ -799,3 +800,33 @@ def test_narrowed_axes_one_short_warning_at_the_users_line():
     assert "narrowed 2 dynamic axes" in text and "input 'x' axis 0" in text and "input 'y' axis 0" in text, text
     assert len(text) < 450, len(text)
     assert said[0].filename == __file__, said[0].filename
+
+
+class _EightRowsBranching(torch.nn.Module):
+    """``x[:8]`` narrows the rows to [2, 8]; at 1 row the model takes another branch than the graph holds."""
+
+    def forward(self, x):
+        y = x[:8] * 2
+        return y * 2 if x.shape[0] > 1 else y
+
+
+def test_size_one_runs_where_the_graph_holds_there():
+    """torch's range of a dynamic axis starts at 2 (it specializes 0 and 1): a BERT exported with a dynamic sequence
+    was refused at sequence 1 by InferenceSession. The graph is checked at size 1 at export (the program against the
+    model): BERT runs at sequence 1 and equals eager; a model whose code branches at size 1 keeps the refusal."""
+    import transformers
+
+    from experimental.torch_interpreter import InferenceSession, RuntimeFeedError, to_onnx
+
+    config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=64, max_position_embeddings=64)
+    model = transformers.BertModel(config).eval()
+    onx = to_onnx(model, (torch.randint(0, 100, (2, 5)),), dynamic_shapes=({0: "b", 1: "s"},))
+    sess = InferenceSession(onx)
+    for batch, seq in [(1, 1), (2, 1), (3, 64)]:
+        ids = torch.randint(0, 100, (batch, seq))
+        got = sess.run(None, {"input_ids": ids.numpy()})[0]
+        torch.testing.assert_close(torch.from_numpy(got), model(ids).last_hidden_state, atol=1e-5, rtol=1e-4)
+    onx = to_onnx(_EightRowsBranching(), (torch.randn(4, 3),), dynamic_shapes=({0: "n"},))
+    with pytest.raises(RuntimeFeedError, match=r"is 1, the exported graph needs it in \[2, \d+\]"):
+        InferenceSession(onx).run(None, {"x": torch.randn(1, 3).numpy()})

@@ -18,6 +18,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from . import ops  # noqa: F401  (importing the converters fills default_registry)
 from .capture import Captured, caches_registered, capture_model, range_constraints, read_input_sets, shape_guards
+from .capture.grown_example import holding_at_one
 from .checkpoint import MetaWeights, cpu_stand_ins, meta_tensor_names
 from .errors import (
     ArgumentError,
@@ -205,7 +206,9 @@ def to_onnx(
                                meta_weights)
         rename(onnx_model, input_names, output_names)  # torch.onnx.export's input_names, output_names
         export_report.translated(onnx_model)
-        range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec)  # warns about narrowed axes
+        # size 1 where torch's range starts at 2 (its 0/1 specialization) and the graph holds there (a decode step)
+        at_one = _holding_at_one(model, ep, args, kwargs, meta_weights)
+        range_constraints.record(ep, onnx_model, names, spec and spec.torch_spec, at_one)  # warns about narrowed axes
         shape_guards.record(ep, onnx_model)  # size conditions the graph relies on, checked by InferenceSession
         logger.info("optimization: optimize=%r, %d nodes...", optimize, len(onnx_model.graph))
         progress.step("optimization")
@@ -229,6 +232,16 @@ def to_onnx(
         save(onnx_model, filename, external_data=external_data)
         export_report.step("save", os.fspath(filename))
         return onnx_model if as_ir else onnx.load(os.fspath(filename), load_external_data=False)
+
+
+def _holding_at_one(model: Any, ep: torch.export.ExportedProgram, args: tuple, kwargs: dict,
+                     meta_weights: Any) -> set[str]:
+    """The dynamic axes whose graph holds at size 1 though torch's range starts at 2 (capture/grown_example.py);
+    none for an ExportedProgram or a model on the meta device (no model to run)."""
+    if not isinstance(model, torch.nn.Module) or meta_weights is not None:
+        return set()
+    with caches_registered(model, args, kwargs):
+        return holding_at_one(ep, model, args, kwargs)
 
 
 def _capture(model, args, kwargs, dynamic_shapes, dynamic_axes, input_names, output_names, autograd_functions,

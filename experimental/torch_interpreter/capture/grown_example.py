@@ -1,4 +1,4 @@
-"""An example grown along its small dynamic axes, and whether a captured program holds on it.
+"""An example grown along its small dynamic axes (or cut to size 1), and whether a captured program holds on it.
 
 A capture from an example of size 1 on an axis declared dynamic (a batch of 1) may give a graph that holds at that
 size only: under ``backed_size_oblivious`` torch.export keeps the axis dynamic, but a broadcast the example made
@@ -12,8 +12,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import sympy
 import torch
-from torch.utils._pytree import keystr, tree_flatten_with_path, tree_leaves, tree_unflatten
+from torch.export.graph_signature import InputKind
+from torch.utils._pytree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_unflatten
+from torch.utils._sympy.numbers import int_oo
 
 from .dynamic_shapes import DimSpec
 
@@ -73,6 +76,13 @@ def differs_at(
         return f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     if len(got) != len(expected):
         return None
+    return _difference(got, expected)
+
+
+def _difference(got: list[torch.Tensor], expected: list[torch.Tensor]) -> str | None:
+    """How ``got`` differs from ``expected`` (the same number of tensors, within the type's tolerance), or None."""
+    if len(got) != len(expected):
+        return f"{len(got)} outputs where the model gives {len(expected)}"
     for i, (g, e) in enumerate(zip(got, expected)):
         if g.shape != e.shape or g.dtype != e.dtype:
             return f"output {i} is {g.dtype}{list(g.shape)} where the model gives {e.dtype}{list(e.shape)}"
@@ -83,3 +93,73 @@ def differs_at(
         elif not torch.equal(g, e):
             return f"output {i} differs"
     return None
+
+
+def at_size_one(
+    ep: torch.export.ExportedProgram, args: tuple, kwargs: dict, symbols: set[str]
+) -> tuple[tuple, dict] | None:
+    """``(args, kwargs)`` with every axis whose size in ``ep`` is one of ``symbols`` (torch's, ``s0``) cut to its
+    first slice; None when the inputs do not line up with the program's. Pytree nodes the inputs hold (caches) must
+    be registered.
+
+    >>> x = torch.randn(3, 4)
+    >>> ep = torch.export.export(torch.nn.ReLU(), (x,), dynamic_shapes=({0: torch.export.Dim.DYNAMIC},))
+    >>> symbol = str(next(n for n in ep.graph.nodes if n.op == "placeholder").meta["val"].shape[0])
+    >>> at_size_one(ep, (x,), {}, {symbol})[0][0].shape
+    torch.Size([1, 4])
+    """
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    users = [n for n, s in zip(placeholders, ep.graph_signature.input_specs) if s.kind == InputKind.USER_INPUT]
+    vals = [n.meta.get("val") for n in users if isinstance(n.meta.get("val"), torch.Tensor)]
+    leaves, treespec = tree_flatten((args, kwargs))
+    if sum(isinstance(leaf, torch.Tensor) for leaf in leaves) != len(vals):
+        return None
+    found = iter(vals)
+    out = []
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            val = next(found)
+            for axis, size in enumerate(val.shape):
+                if isinstance(size, torch.SymInt) and str(size.node.expr) in symbols and leaf.shape[axis] > 1:
+                    leaf = leaf.narrow(axis, 0, 1)
+        out.append(leaf)
+    new_args, new_kwargs = tree_unflatten(out, treespec)
+    return tuple(new_args), dict(new_kwargs)
+
+
+def holding_at_one(ep: torch.export.ExportedProgram, model: torch.nn.Module, args: tuple, kwargs: dict) -> set[str]:
+    """The symbols of the dynamic axes torch gave its default lower bound of 2 (it specializes 0 and 1) whose
+    program, run without its guards at size 1 on them, gives the model's outputs: size 1 is the graph's as much as
+    2 is (a decode step of one token), though torch.export's range says 2. Only ranges with an upper bound are
+    tried (the others are not checked at run time): one run for all of them, then one each if that run differs.
+
+    >>> class FirstRows(torch.nn.Module):
+    ...     def forward(self, x):
+    ...         return x[:8] * 2
+    >>> ep = torch.export.export(FirstRows(), (torch.randn(4, 3),), dynamic_shapes=({0: torch.export.Dim.DYNAMIC},))
+    >>> len(holding_at_one(ep, FirstRows(), (torch.randn(4, 3),), {}))
+    1
+    """
+    candidates = {
+        str(symbol)
+        for symbol, bounds in ep.range_constraints.items()
+        if getattr(symbol, "is_Symbol", False) and int(bounds.lower) == 2 and bounds.upper not in (int_oo, sympy.oo)
+    }
+    if not candidates or _holds_at_one(ep, model, args, kwargs, candidates):
+        return candidates
+    if len(candidates) == 1:
+        return set()
+    return {c for c in sorted(candidates) if _holds_at_one(ep, model, args, kwargs, {c})}
+
+
+def _holds_at_one(ep: torch.export.ExportedProgram, model: torch.nn.Module, args: tuple, kwargs: dict,
+                  symbols: set[str]) -> bool:
+    small = at_size_one(ep, args, kwargs, symbols)
+    if small is None:
+        return False
+    try:
+        expected = _run(model, *small)
+        got = _run(ep.module(check_guards=False), *small)
+    except Exception:  # noqa: BLE001  (the model or the graph refuses size 1: the range stays)
+        return False
+    return _difference(got, expected) is None

@@ -14,7 +14,7 @@ inputs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -102,11 +102,14 @@ def axis_ranges(
     input_names: list[str],
     dim_names: Mapping[str, str],
     declared_spec: Any = None,
+    at_one: Container[str] = (),
 ) -> list[AxisRange]:
     """The range of every dynamic axis of the user inputs of ``ep`` (``input_names``: their ONNX names).
 
     ``dim_names`` maps torch's symbols to the user's names; ``declared_spec`` is the ``dynamic_shapes``
-    given to torch.export (its ``Dim(min=, max=)`` are declared ranges, not narrowings).
+    given to torch.export (its ``Dim(min=, max=)`` are declared ranges, not narrowings); ``at_one``: torch's
+    symbols whose graph was checked at size 1 (:func:`..grown_example.holding_at_one`): their range starts at 1,
+    not at torch's default 2.
 
     >>> import torch
     >>> class M(torch.nn.Module):
@@ -136,6 +139,8 @@ def axis_ranges(
             try:
                 bounds = bound_sympy(expr, {s: ranges[s] for s in symbols if s in ranges})
                 low, high = max(int(bounds.lower), 0), _bound(bounds.upper)
+                if isinstance(expr, sympy.Symbol) and str(expr) in at_one and low == _DEFAULT_LOW:
+                    low = 1
             except (TypeError, ValueError, AttributeError):  # a range sympy cannot bound: nothing to tell
                 logger.debug("no range for %s axis %d (%s)", name, axis, expr)
                 continue
@@ -156,6 +161,7 @@ def record(
     model: ir.Model,
     dim_names: Mapping[str, str],
     declared_spec: Any = None,
+    at_one: Container[str] = (),
 ) -> list[AxisRange]:
     """Warns (:class:`RangeConstraintWarning`) about each dynamic axis of ``ep``'s inputs that the model's
     code narrowed, and writes the ranges of all of them into ``model.metadata_props[RANGE_CONSTRAINTS]``.
@@ -168,7 +174,7 @@ def record(
     >>> record(ep, model, {}), model.metadata_props[RANGE_CONSTRAINTS][:30]
     ([], '[{"input": "input", "axis": 0,')
     """
-    found = axis_ranges(ep, [v.name for v in model.graph.inputs], dim_names, declared_spec)
+    found = axis_ranges(ep, [v.name for v in model.graph.inputs], dim_names, declared_spec, at_one)
     if not found:
         return []
     write_json(model, RANGE_CONSTRAINTS, [asdict(r) for r in found])
