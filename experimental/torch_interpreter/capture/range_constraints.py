@@ -8,7 +8,8 @@ ExportedProgram checks these ranges on its inputs; an ONNX model has no such che
 another result than PyTorch, or an error. :func:`record` tells (a :class:`RangeConstraintWarning` naming the
 input, the axis and the range) and writes every input axis's range into the model's ``metadata_props``
 under :data:`~experimental.torch_interpreter.metadata.RANGE_CONSTRAINTS` (JSON), where a runtime can check its
-inputs.
+inputs. torch's lower bound of 2 is its 0/1 specialization, not the graph's: an axis whose program was checked at
+size 1 (:func:`..grown_example.holding_at_one`) starts at 1.
 """
 
 from __future__ import annotations
