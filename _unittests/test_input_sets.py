@@ -89,6 +89,17 @@ def test_transformers_llm_names_its_usual_axes():
     assert dims["past_key_values.1.value"] == ["batch", 2, "past", 16]
 
 
+def test_llm_sets_with_an_empty_cache_a_decode_step_and_a_batch_of_one():
+    """The sets that describe an LLM's real calls: a prompt with an empty cache, a decode step (one token after a
+    cache) at batch 1, a batch of 2: one graph, the usual axes, every set through onnxruntime equal to eager."""
+    model = decoder_model("llama")
+    sets = [decoder_inputs(model, 1, 5, 0, seed=1), decoder_inputs(model, 1, 1, 5, seed=2),
+            decoder_inputs(model, 2, 3, 4, seed=3)]
+    onx, _ = _export(model, sets)  # each set is checked against eager inside the export
+    dims = _dims(onx)
+    assert dims["input_ids"] == ["batch", "seq"] and dims["past_key_values.0.key"] == ["batch", 2, "past", 16]
+
+
 class Branching(torch.nn.Module):
     def forward(self, x):
         if x.shape[0] > 3:
