@@ -366,3 +366,32 @@ def test_command_line(folders, tmp_path, capsys):
     assert "GenAIError" in err and "exists" in err
     assert main(["genai", src, str(tmp_path / "other"), "--precision", "bf16"]) == 1
     assert "made for CUDA" in capsys.readouterr().err and not (tmp_path / "other").exists()
+
+
+def test_folder_naming_code_of_its_own_is_refused(tmp_path, folders, monkeypatch):
+    """A config.json with an ``auto_map`` pointing at a Python file of the folder and a model type transformers does
+    not know: transformers asked on standard input and ran the file on "y"; the project refuses it unless
+    ``trust_remote_code=True`` (nothing runs, nothing is read from stdin). With a model type it knows, the folder's
+    code is left alone and the package is made from transformers' own class."""
+    import io
+    import json
+    import shutil
+
+    marker = tmp_path / "ran.txt"
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    for model_type in ("evil_llama", "llama"):
+        src = tmp_path / model_type
+        shutil.copytree(folders("llama"), src)
+        (src / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n"
+                                     "from transformers import LlamaConfig\nclass EvilConfig(LlamaConfig):\n"
+                                     f"    model_type = {model_type!r}\n")
+        config = json.loads((src / "config.json").read_text())
+        config.update(model_type=model_type, auto_map={"AutoConfig": "evil.EvilConfig"})
+        (src / "config.json").write_text(json.dumps(config))
+        if model_type == "evil_llama":
+            with pytest.raises(GenAIError, match="trust_remote_code=True"):
+                export_genai(src, tmp_path / "pkg")
+            assert not (tmp_path / "pkg").exists()
+        else:
+            assert "model.onnx" in export_genai(src, tmp_path / "pkg").files
+        assert not marker.exists()

@@ -77,6 +77,7 @@ def export_genai(
     tokenizer: Any = None,
     overwrite: bool = False,
     verbose: int = 0,
+    trust_remote_code: bool = False,
 ) -> GenAIPackage:
     """Exports a transformers causal language model as a package onnxruntime-genai generates text with:
     ``onnxruntime_genai.Model(folder)`` loads it.
@@ -95,6 +96,7 @@ def export_genai(
         folder (for a model object, the local folder its ``name_or_path`` names, as ``from_pretrained`` left it)
     :param overwrite: replace ``folder`` when it exists
     :param verbose: 0 silent, 1 logs the steps
+    :param trust_remote_code: run the code a folder's ``config.json`` names (``auto_map``); refused by default
     :return: a :class:`GenAIPackage`
 
     The decoder takes ``input_ids``, ``attention_mask``, ``position_ids`` (when the model takes them) and the cache
@@ -119,7 +121,7 @@ def export_genai(
     dtype = _check_arguments(folder, precision, provider, overwrite)
     with verbosity(verbose):
         meta = precision != "int4" and _checkpoint_bytes(model) > META_ABOVE_BYTES
-        lm = load_causal_lm(model, dtype, meta=meta)
+        lm = load_causal_lm(model, dtype, meta=meta, trust_remote_code=trust_remote_code)
         logger.info("exporting %s for onnxruntime-genai (%s, %s)", type(lm.model).__name__, precision, provider)
         inputs = decoder_inputs(lm.model)
         onx = _decoder(lm.model, inputs, provider, lm.weights)

@@ -34,11 +34,15 @@ class CausalLM:
     weights: str | None = None
 
 
-def load_causal_lm(model: torch.nn.Module | str | os.PathLike, dtype: torch.dtype, meta: bool = False) -> CausalLM:
+def load_causal_lm(
+    model: torch.nn.Module | str | os.PathLike, dtype: torch.dtype, meta: bool = False, trust_remote_code: bool = False
+) -> CausalLM:
     """The causal LM ``model`` names (a folder written by ``save_pretrained``, or a transformers model), in eval
     mode and in ``dtype``; a model object in another dtype is copied first, the caller's model is left as it is.
     With ``meta=True`` a folder's model is built on the meta device (:func:`~..checkpoint.empty_weights`), its
-    weights left in the folder's checkpoint (``CausalLM.weights``).
+    weights left in the folder's checkpoint (``CausalLM.weights``). A folder whose ``config.json`` names code of its
+    own (``auto_map``) is refused unless ``trust_remote_code`` (transformers would otherwise ask on standard input
+    and run it on "y").
     Raises :class:`~experimental.torch_interpreter.GenAIError` when it is not a causal LM with a key-value cache.
 
     Example::
@@ -52,7 +56,7 @@ def load_causal_lm(model: torch.nn.Module | str | os.PathLike, dtype: torch.dtyp
     """
     if isinstance(model, (str, os.PathLike)):
         folder = os.fspath(model)
-        module = _from_folder(folder, dtype, meta)
+        module = _from_folder(folder, dtype, meta, trust_remote_code)
     elif isinstance(model, torch.nn.Module):
         folder = None
         module = model
@@ -70,7 +74,7 @@ def load_causal_lm(model: torch.nn.Module | str | os.PathLike, dtype: torch.dtyp
     return CausalLM(module.eval(), module.config, folder, folder if meta else None)
 
 
-def _from_folder(folder: str, dtype: torch.dtype, meta: bool) -> torch.nn.Module:
+def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code: bool = False) -> torch.nn.Module:
     import transformers
 
     if not os.path.isdir(folder):
@@ -80,14 +84,22 @@ def _from_folder(folder: str, dtype: torch.dtype, meta: bool) -> torch.nn.Module
         raise GenAIError(f"{folder!r} has no config.json: it is not a folder written by save_pretrained "
                          f"(it holds {sorted(os.listdir(folder))[:8]})")
     try:
-        config = transformers.AutoConfig.from_pretrained(folder)
+        config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
     except (ValueError, KeyError, OSError) as e:
+        if "trust_remote_code" in str(e):
+            raise GenAIError(
+                f"{folder!r} names code of its own in config.json (auto_map): it is not run unless "
+                "trust_remote_code=True is given (export_genai(..., trust_remote_code=True))") from e
         raise GenAIError(f"transformers cannot read {folder}/config.json: {e}") from e
     try:
         if not meta:
-            return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+            return transformers.AutoModelForCausalLM.from_pretrained(
+                folder, dtype=dtype, trust_remote_code=trust_remote_code
+            )
         with empty_weights():
-            module = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
+            module = transformers.AutoModelForCausalLM.from_config(
+                config, dtype=dtype, trust_remote_code=trust_remote_code
+            )
         if os.path.exists(os.path.join(folder, "generation_config.json")):
             module.generation_config = transformers.GenerationConfig.from_pretrained(folder)
         return module
