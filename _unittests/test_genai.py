@@ -395,3 +395,29 @@ def test_folder_naming_code_of_its_own_is_refused(tmp_path, folders, monkeypatch
         else:
             assert "model.onnx" in export_genai(src, tmp_path / "pkg").files
         assert not marker.exists()
+
+
+def test_tokenizer_files_stay_in_the_folder(tmp_path, folders):
+    """Tokenizer files are regular files inside the model's folder: a link out of it (another file, /dev/zero,
+    which copied forever) or a FIFO (which hung) is refused before anything is copied; a file's setuid and
+    world-writable bits are not copied into the package."""
+    import os
+    import shutil
+
+    src = tmp_path / "model"
+    shutil.copytree(folders("llama"), src)
+    os.chmod(src / "tokenizer.json", 0o4777)
+    package = export_genai(src, tmp_path / "ok")
+    assert "tokenizer.json" in package.files
+    assert os.stat(os.path.join(package.folder, "tokenizer.json")).st_mode & 0o7777 == 0o644
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not a tokenizer")
+    for name, make in (("link", lambda p: p.symlink_to(outside)), ("zero", lambda p: p.symlink_to("/dev/zero")),
+                       ("fifo", lambda p: os.mkfifo(p))):
+        bad = tmp_path / name
+        shutil.copytree(folders("llama"), bad)
+        (bad / "tokenizer.json").unlink()
+        make(bad / "tokenizer.json")
+        with pytest.raises(GenAIError, match="leads out of the folder|not a regular file"):
+            export_genai(bad, tmp_path / f"pkg_{name}")
+        assert not (tmp_path / f"pkg_{name}").exists()

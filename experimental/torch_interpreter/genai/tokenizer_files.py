@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 from typing import Any
+
+from ..errors import GenAIError
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +32,33 @@ def tokenizer_folder(model: Any) -> str | None:
     return os.fspath(path) if any(os.path.isfile(os.path.join(path, f)) for f in TOKENIZER_FILES) else None
 
 
+#: the largest tokenizer file copied (a tokenizer.json of 250,000 tokens is about 20 MB)
+MAX_TOKENIZER_BYTES = 512 * 2**20
+
+
+def _inside(folder: str, name: str) -> str | None:
+    """The path of ``folder``'s file ``name`` when it is there, a regular file of at most
+    :data:`MAX_TOKENIZER_BYTES` whose resolved path stays in the folder; None when absent; else
+    :class:`~experimental.torch_interpreter.GenAIError` (a link out of the folder, a FIFO, a device, a folder)."""
+    path = os.path.join(folder, name)
+    if not os.path.lexists(path):
+        return None
+    root, real = os.path.realpath(folder), os.path.realpath(path)
+    if os.path.commonpath([root, real]) != root:
+        raise GenAIError(f"the tokenizer file {path!r} leads out of the folder (to {real!r}): it is not copied "
+                         "into the package; copy the file itself into the folder")
+    try:
+        info = os.stat(real)
+    except OSError as e:  # a dangling link
+        raise GenAIError(f"the tokenizer file {path!r} cannot be read: {e}") from e
+    if not stat.S_ISREG(info.st_mode):
+        raise GenAIError(f"the tokenizer file {path!r} is not a regular file (a FIFO, a device or a folder)")
+    if info.st_size > MAX_TOKENIZER_BYTES:
+        raise GenAIError(f"the tokenizer file {path!r} holds {info.st_size} bytes, more than {MAX_TOKENIZER_BYTES}: "
+                         "no tokenizer is that large")
+    return real
+
+
 def write_tokenizer(folder: str | None, tokenizer: Any, target: str) -> list[str]:
     """Writes the tokenizer files into ``target``: ``tokenizer`` (a transformers tokenizer or a folder) when
     given, else those of the model's ``folder``; returns the names written (none: the package generates from
@@ -47,8 +77,10 @@ def write_tokenizer(folder: str | None, tokenizer: Any, target: str) -> list[str
     written = []
     if source is not None:
         for name in TOKENIZER_FILES:
-            if os.path.exists(os.path.join(source, name)):
-                shutil.copy(os.path.join(source, name), os.path.join(target, name))
+            path = _inside(source, name)
+            if path is not None:
+                shutil.copyfile(path, os.path.join(target, name))  # the content only: no setuid or write bits
+                os.chmod(os.path.join(target, name), 0o644)
                 written.append(name)
     if not written:
         logger.warning("no tokenizer files: the package generates from token ids, onnxruntime_genai.Tokenizer "
