@@ -496,3 +496,26 @@ def test_fresh_process_runs_with_the_option(tmp_path, kind):
     assert f"REFUSED {expected} False" in lines, lines
     assert lines.count("RAN True") == 2, lines
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), model(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("options", [{}, {"trust_python_code": True}, {"trusted_modules": ("torchvision",)}])
+def test_compiled_library_op_is_refused_unless_named(options):
+    """transformers imports torchvision with any model class, so its compiled ops are registered: a crafted node
+    calling ``torchvision::roi_align`` (a kernel that reads memory as the boxes' batch index says) or its private
+    backward (which writes out of bounds) is refused whatever the module options; naming the op in ``trusted_ops``
+    lets the session resolve it (this node's layout then fails the op's schema: MalformedModelError)."""
+    pytest.importorskip("torchvision")
+    if not hasattr(torch.ops.torchvision, "roi_align"):
+        pytest.skip("torchvision is installed but its compiled ops do not load (see ../shared/vision/README.md)")
+    def comment(op):
+        return {"objects": [None], "floats": {"1": 2.0}, "module": "torchvision", "custom_op": f"torchvision::{op}"}
+
+    for op in ("roi_align", "_roi_align_backward"):
+        model = _custom(f"torch.ops.torchvision.{op}.default", comment=comment(op))
+        with pytest.raises(UntrustedCodeError, match=rf"trusted_ops=\('torchvision::{op}',\)"):
+            InferenceSession(model, **options)
+    with pytest.raises(MalformedModelError, match="roi_align"):
+        InferenceSession(_custom("torch.ops.torchvision.roi_align.default", comment=comment("roi_align")),
+                         trusted_ops="torchvision::*")
+    with pytest.raises(ValueError, match="trusted_ops holds names"):
+        InferenceSession(_custom(), trusted_ops="roi_align")

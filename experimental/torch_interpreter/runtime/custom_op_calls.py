@@ -9,6 +9,7 @@ the user allowed, never one of torch's own (aten...).
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from ..python_op.encoding import (
     tensor_lists,
     written_arguments,
 )
-from .trust import TrustPolicy, import_module, torch_owned
+from .trust import TrustPolicy, compiled_elsewhere, import_module, torch_owned
 
 #: the type of ``torch.ops.<namespace>``, to tell a namespace from the other attributes of ``torch.ops``
 _NAMESPACE_TYPE = type(torch.ops.aten)
@@ -117,7 +118,7 @@ def resolve_op(
         )
     op = registered_op(namespace, name, overload)
     if op is not None:
-        return _callable(op, where, qualname)
+        return _callable(op, where, qualname, policy)
     module = _module_of(comment)
     imported = module is not None and policy.allows(module)
     if imported:
@@ -126,15 +127,23 @@ def resolve_op(
     if op is None:
         in_main = read_comment(comment).get("module") == "__main__"
         raise _missing(where, qualname, "__main__" if in_main else module, imported)
-    return _callable(op, where, qualname)
+    return _callable(op, where, qualname, policy)
 
 
-def _callable(op: torch._ops.OpOverload, where: str, qualname: str) -> torch._ops.OpOverload:
+def _callable(op: torch._ops.OpOverload, where: str, qualname: str, policy: TrustPolicy) -> torch._ops.OpOverload:
     if torch_owned(op):
         raise UntrustedCodeError(
             f"{where} calls {qualname}, an op registered by torch itself (namespace {op.namespace!r}): a PythonOp "
             "node calls the user's custom ops only and no option allows this (the exporter never writes it: the "
             "model was edited)"
+        )
+    library = compiled_elsewhere(op)
+    if library is not None and not policy.allows_op(op.namespace, op._opname):
+        raise UntrustedCodeError(
+            f"{where} calls {qualname}, an op compiled into {os.path.basename(library)!r}: its kernel reads and writes "
+            "memory as the node's inputs say, so a session calls it only when you name it: "
+            f"InferenceSession(..., trusted_ops=({op.namespace + '::' + op._opname!r},)) or "
+            f"({op.namespace + '::*'!r},) for the whole library"
         )
     written = written_arguments(op)
     if written:

@@ -32,7 +32,9 @@ class InferenceSession:
     the session is created (:class:`~experimental.torch_interpreter.errors.UntrustedCodeError`,
     :class:`~experimental.torch_interpreter.errors.MalformedModelError`). ``trusted_modules`` (module names,
     their submodules included) lets the session import the modules a node names to find its code;
-    ``trust_python_code=True`` any module, only for a model file trusted as much as code you run.
+    ``trust_python_code=True`` any module, only for a model file trusted as much as code you run. An op compiled
+    into another library (torchvision's...) is called only when ``trusted_ops`` names it (``"torchvision::nms"``,
+    ``"torchvision::*"``).
 
     Example::
 
@@ -53,8 +55,9 @@ class InferenceSession:
         *,
         trusted_modules: str | Sequence[str] = (),
         trust_python_code: bool = False,
+        trusted_ops: str | Sequence[str] = (),
     ):
-        policy = TrustPolicy.create(trusted_modules, trust_python_code)
+        policy = TrustPolicy.create(trusted_modules, trust_python_code, trusted_ops)
         providers = session_providers(providers)
         #: the session running a model with PythonOp nodes, None for a plain model
         self._python_ops = (

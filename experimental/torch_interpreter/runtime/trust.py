@@ -11,6 +11,9 @@ did not allow:
   module, which is then imported; torch's own ops are refused whatever the options (:func:`torch_owned`: deny by
   default, an op is callable only when its registration is known to come from outside torch), and so are ops
   that write into their arguments (the exporter never writes them: the runtime shares tensors with the caller);
+  an op compiled into another library (torchvision's, whose kernels read and write memory as the node's inputs
+  say: transformers imports torchvision with any model class) only when the user names it (``trusted_ops``,
+  ``"torchvision::nms"`` or ``"torchvision::*"``);
 * anything else raises :class:`~experimental.torch_interpreter.errors.UntrustedCodeError` naming the node, the
   module or op and the option, before anything is imported.
 """
@@ -30,6 +33,8 @@ from ..provenance import is_torch_namespace
 from ..python_op.encoding import defining_module
 
 _TORCH_DIR = os.path.realpath(os.path.dirname(torch.__file__))
+#: the files a compiled registration names (the dispatcher records the C++ source of TORCH_LIBRARY blocks)
+_COMPILED = (".cpp", ".cc", ".cxx", ".c", ".cu", ".h", ".hpp", ".so")
 
 
 def registration_file(op: torch._ops.OpOverload) -> str | None:
@@ -96,24 +101,57 @@ class TrustPolicy:
 
     modules: tuple[str, ...] = ()
     trust_all: bool = False
+    #: compiled ops the user allows by name (``namespace::op`` or ``namespace::*``)
+    ops: tuple[str, ...] = ()
 
     @classmethod
-    def create(cls, trusted_modules: str | Sequence[str] = (), trust_python_code: bool = False) -> TrustPolicy:
-        """The policy of ``InferenceSession(..., trusted_modules=..., trust_python_code=...)`` (a string is one
-        module); raises ``ValueError`` for a name that is no module name.
+    def create(
+        cls,
+        trusted_modules: str | Sequence[str] = (),
+        trust_python_code: bool = False,
+        trusted_ops: str | Sequence[str] = (),
+    ) -> TrustPolicy:
+        """The policy of ``InferenceSession(..., trusted_modules=..., trust_python_code=..., trusted_ops=...)``
+        (a string is one module or op); raises ``ValueError`` for a name that is no module or op name.
 
         >>> TrustPolicy.create("mypkg.", trust_python_code=False)
-        TrustPolicy(modules=('mypkg',), trust_all=False)
+        TrustPolicy(modules=('mypkg',), trust_all=False, ops=())
+        >>> TrustPolicy.create(trusted_ops="torchvision::nms").allows_op("torchvision", "nms")
+        True
         """
         if isinstance(trusted_modules, str):
             trusted_modules = (trusted_modules,)
+        if isinstance(trusted_ops, str):
+            trusted_ops = (trusted_ops,)
         if not isinstance(trust_python_code, bool):
             raise TypeError(f"trust_python_code is True or False, not {trust_python_code!r}")
-        return cls(tuple(_check_prefix(p) for p in trusted_modules), trust_python_code)
+        for op in trusted_ops:
+            namespace, sep, name = op.partition("::") if isinstance(op, str) else ("", "", "")
+            if not sep or not namespace.isidentifier() or not (name == "*" or name.isidentifier()):
+                raise ValueError(f"trusted_ops holds names such as 'torchvision::nms' or 'torchvision::*', not {op!r}")
+        return cls(tuple(_check_prefix(p) for p in trusted_modules), trust_python_code, tuple(trusted_ops))
+
+    def allows_op(self, namespace: str, name: str) -> bool:
+        """Whether the user named the compiled op ``namespace::name`` (or its whole namespace)."""
+        return f"{namespace}::{name}" in self.ops or f"{namespace}::*" in self.ops
 
     def allows(self, module: str) -> bool:
         """Whether the session may import ``module`` (its parent packages come with it, as Python imports them)."""
         return self.trust_all or any(module == m or module.startswith(m + ".") for m in self.modules)
+
+
+def compiled_elsewhere(op: torch._ops.OpOverload) -> str | None:
+    """The source file of the compiled code that registered ``op``'s schema (a C++ extension: torchvision's
+    ``roi_align.cpp``), or None for an op whose schema was defined in Python (its code is Python's and torch's); a
+    fake kernel registered in Python beside it (torchvision's) does not make the op Python's.
+
+    >>> compiled_elsewhere(torch.ops.aten.relu.default).endswith(".cpp")
+    True
+    """
+    path = registration_file(op)
+    if path is None or not path.endswith(_COMPILED):
+        return None  # a .py file, <stdin>, a notebook cell: Python
+    return path
 
 
 def option_hint(module: str) -> str:
