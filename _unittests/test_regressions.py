@@ -166,6 +166,48 @@ def test_write_through_einsum_with_ellipsis_is_a_clear_error():
         to_onnx(_EinsumViewThenWrite("...ij->...ji"), (torch.randn(4, 3, 3),))
 
 
+class _GridBesideInPlaceOp(torch.nn.Module):
+    """RAFT's coords_grid: a meshgrid in a graph holding an in-place op."""
+
+    def forward(self, x):
+        gy, gx = torch.meshgrid(torch.arange(x.shape[0]), torch.arange(x.shape[1]), indexing="ij")
+        return x.relu_() + gy + gx
+
+
+def test_meshgrid_in_a_graph_with_an_in_place_op():
+    """meshgrid returns a list of views of its inputs (its schema says new tensors): the runtime alias check read
+    ``.shape`` of the list (AttributeError), which stopped torchvision's RAFT."""
+    check_model(_GridBesideInPlaceOp(), (torch.randn(3, 4),))
+    check_model(
+        _GridBesideInPlaceOp(), (torch.randn(3, 4),), dynamic_shapes=({0: "h", 1: "w"},),
+        more_inputs=[((torch.randn(5, 2),), None)],
+    )
+
+
+def _grid_then_scale(x, w):
+    gy, gx = torch.meshgrid(x, w, indexing="xy")
+    x.mul_(3)  # gy and gx expand x and w: they see it
+    return gy + gx, torch.stack([gy, gx])
+
+
+def _broadcast_then_write(x, y):
+    row = x[0]
+    a, b = torch.broadcast_tensors(x, y)  # a is x itself, b expands y
+    a.add_(1)  # writes into x, seen through row
+    return row * 2, a + b
+
+
+@pytest.mark.parametrize(
+    "fn, shapes", [(_grid_then_scale, [(3,), (4,)]), (_broadcast_then_write, [(3, 4), (4,)])],
+    ids=["meshgrid_input_mutated", "broadcast_tensors_item_written"],
+)
+def test_list_of_views_follows_mutations(fn, shapes):
+    """Each item of such a list is a view of one input: read after that input changes, it is recomputed (the
+    meshgrid items kept x's old values before), and a write into an item that is the input itself reaches it."""
+    check_model(Fn(lambda *args: fn(*(a.clone() for a in args))), tuple(torch.randn(*s) for s in shapes))
+    check_model(Fn(fn), tuple(torch.randn(*s) for s in shapes))
+
+
 class _WriteIntoEmptySlice(torch.nn.Module):
     def __init__(self, write):
         super().__init__()

@@ -14,7 +14,9 @@ select, the inverse ``Transpose`` or ``Reshape``, else a scatter at the position
 numbered base); the root's value is replaced, and every other alias of it is recomputed from the new
 root when it is read next. Which node aliases which comes from the aten schemas (``Tensor(a)``,
 ``Tensor(a!)``, ``Tensor(a -> *)``), confirmed by the storages of the FakeTensors in ``meta['val']``
-(``reshape`` may copy).
+(``reshape`` may copy); the storages alone tell which outputs alias an input although the schema says new
+tensors (``dropout`` in eval mode, a one-operand ``einsum``, each item of ``meshgrid``'s or
+``broadcast_tensors``' list).
 
 An in-place op returns its mutated argument (``add_(Tensor(a!) self) -> Tensor(a!)``): the value its
 converter returns is written into that argument. A converter mutating another argument calls
@@ -165,6 +167,9 @@ class AliasEnv(dict):
         self.interpreter = interpreter
         self.views: dict[torch.fx.Node, View] = {}
         self.versions: dict[torch.fx.Node, int] = {}
+        # a list output whose schema says new tensors but whose items are views of the inputs (meshgrid,
+        # broadcast_tensors): item index -> its View, the list recomputed when one of their roots changes
+        self.listed: dict[torch.fx.Node, dict[int, View]] = {}
         self._applied: set[tuple[torch.fx.Node, torch.fx.Node]] = set()  # (op, argument) set by ctx.mutate
 
     @classmethod
@@ -177,11 +182,19 @@ class AliasEnv(dict):
         view = self.views.get(node)
         if view is not None and view.version != self.versions.get(view.root, 0):
             self._refresh(node, view)
+        items = self.listed.get(node)
+        if items is not None and any(v.version != self.versions.get(v.root, 0) for v in items.values()):
+            dict.__setitem__(self, node, self.interpreter.call_function(node, self))
+            for v in items.values():
+                v.version = self.versions.get(v.root, 0)
         return dict.__getitem__(self, node)
 
     def __setitem__(self, node: torch.fx.Node, value: Any) -> None:
         dict.__setitem__(self, node, value)
         if node.op != "call_function":
+            return
+        if isinstance(node.meta.get("val"), (list, tuple)) and alias_of(node.target) is None:
+            self._list_items(node)
             return
         found = self._aliased(node)
         if found is None:
@@ -233,6 +246,9 @@ class AliasEnv(dict):
         """``(kind, base)`` when ``node`` aliases another node, else None."""
         if node.target is operator.getitem:
             seq = node.args[0]
+            if seq in self.listed and node.args[1] in self.listed[seq]:
+                item = self.listed[seq][node.args[1]]
+                return item.kind, item.base
             view = self.views.get(seq) if isinstance(seq, torch.fx.Node) else None
             return ("item", seq) if view is not None and view.kind == "views" else None
         found = alias_of(node.target)
@@ -264,22 +280,24 @@ class AliasEnv(dict):
             p, train = _args(node, ("p", 0.5), ("train", True))
             # ATen returns the input itself when nothing is dropped; the FakeTensor is a copy
             return ("identity", node.args[0]) if (not train or p == 0) and isinstance(node.args[0], torch.fx.Node) else None
-        val = node.meta.get("val")
-        mine = _storage(val)
-        if mine is None or mine == -1:
-            return None
-        args = [a for arg in node.args for a in (arg if isinstance(arg, (list, tuple)) else [arg])]
-        for arg in args:
-            base = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
-            if isinstance(base, torch.Tensor) and _storage(base) == mine:
-                same = (
-                    val.shape == base.shape
-                    and val.stride() == base.stride()
-                    and val.storage_offset() == base.storage_offset()
-                    and val.dtype == base.dtype
-                )
-                return ("identity" if same else "hidden_view"), arg
-        return None
+        return _same_storage(node.meta.get("val"), node)
+
+    def _list_items(self, node: torch.fx.Node) -> None:
+        """Records the items of ``node``'s list output that are views of its inputs although its schema says
+        new tensors (``meshgrid`` and ``broadcast_tensors`` expand them): each item, read through ``getitem``, is
+        an ``"identity"`` or a ``"hidden_view"`` of the input sharing its storage, and the list is recomputed
+        when one of these inputs changes."""
+        if not isinstance(node.target, torch._ops.OpOverload) or is_mutable(node.target):
+            return
+        items = {}
+        for i, val in enumerate(node.meta["val"]):
+            found = _same_storage(val, node)
+            if found is not None:
+                kind, base = found
+                root = self.views[base].root if base in self.views else base
+                items[i] = View(kind, base, root, self.versions.get(root, 0))
+        if items:
+            self.listed[node] = items
 
     def _refresh(self, node: torch.fx.Node, view: View) -> None:
         """Recomputes a stale alias from its (refreshed) base."""
@@ -448,6 +466,26 @@ class AliasEnv(dict):
         """A size argument: a Python int, or the value of the FX node computing it."""
         return self[arg] if isinstance(arg, torch.fx.Node) else arg
 
+
+def _same_storage(val: Any, node: torch.fx.Node) -> tuple[str, torch.fx.Node] | None:
+    """``("identity", arg)`` when the FakeTensor ``val`` (one output of ``node``) is an argument of ``node``
+    itself, ``("hidden_view", arg)`` when it is another view of its storage, None when it shares no argument's
+    storage (or is no tensor)."""
+    mine = _storage(val) if isinstance(val, torch.Tensor) else None
+    if mine is None or mine == -1:
+        return None
+    args = [a for arg in node.args for a in (arg if isinstance(arg, (list, tuple)) else [arg])]
+    for arg in args:
+        base = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        if isinstance(base, torch.Tensor) and _storage(base) == mine:
+            same = (
+                val.shape == base.shape
+                and val.stride() == base.stride()
+                and val.storage_offset() == base.storage_offset()
+                and val.dtype == base.dtype
+            )
+            return ("identity" if same else "hidden_view"), arg
+    return None
 
 
 def _numbered(ctx: NodeContext, old: ir.Value, shape: ir.Value) -> ir.Value:
