@@ -1,5 +1,6 @@
 """torchvision-style CNN blocks written here (ResNet basic block, depthwise separable convolution, upsampling
-with F.interpolate, a tiny U-Net): dynamic batch and spatial size, eval mode, against eager PyTorch."""
+with F.interpolate, a tiny U-Net): dynamic batch and spatial size, eval mode, against eager PyTorch; then
+torchvision's own models where torchvision loads (RAFT)."""
 
 import pytest
 import torch
@@ -127,4 +128,38 @@ def test_tiny_unet():
     check_model(
         model, (images(2, 3, 16, 16),), dynamic_shapes=IMAGE_AXES,
         more_inputs=[((images(1, 3, 13, 22, seed=1),), None)], atol=1e-4,
+    )
+
+
+def _torchvision():
+    try:
+        return pytest.importorskip("torchvision", reason="torchvision is not installed (README)")
+    except RuntimeError as e:  # the CUDA wheel beside a CPU torch: its kernels do not load
+        pytest.skip(f"torchvision is installed but does not load ({e}): bash ../shared/vision/torchvision_cpu.sh")
+
+
+def _raft_images(batch, height, width, seed):
+    return images(batch, 3, height, width, seed=seed), images(batch, 3, height, width, seed=seed + 1)
+
+
+@pytest.mark.filterwarnings("ignore:The tensor attributes self.corr_block")  # RAFT assigns its pyramid in forward
+def test_raft_small():
+    """torchvision's RAFT (a meshgrid in a graph with in-place ops; 12 flow predictions, each refining the one
+    before): every prediction equal to eager."""
+    torch.manual_seed(0)
+    model = _torchvision().models.optical_flow.raft_small(weights=None).eval()
+    check_model(model, _raft_images(1, 128, 128, 0), atol=1e-3)
+
+
+@pytest.mark.heavy
+@pytest.mark.filterwarnings("ignore:The tensor attributes self.corr_block")
+def test_raft_small_dynamic():
+    """RAFT with dynamic batch, height and width (about 13 s here); the meshgrid crash over dynamic sizes is also
+    checked by test_regressions.py::test_meshgrid_in_a_graph_with_an_in_place_op."""
+    torch.manual_seed(0)
+    model = _torchvision().models.optical_flow.raft_small(weights=None).eval()
+    axes = {0: "batch", 2: "height", 3: "width"}
+    check_model(
+        model, _raft_images(1, 128, 128, 0), dynamic_shapes=(axes, axes),
+        more_inputs=[(_raft_images(2, 136, 192, 2), None)], atol=1e-3,
     )
