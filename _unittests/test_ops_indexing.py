@@ -294,3 +294,12 @@ def test_embedding_bag_dynamic_bags_is_reported():
             (INDICES, OFFSETS, WEIGHT),
             dynamic_shapes=(None, {0: "bags"}, None),
         )
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 5)])
+def test_where_one_argument(shape):
+    """``torch.where(cond)`` (``aten::where.default``, as torchvision's detection models call it): one tensor of
+    coordinates per axis, of a data-dependent length, none when nothing holds."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+    check_model(Fn(lambda t: torch.where(t > 0)), (x,))
+    check_model(Fn(lambda t: torch.where(t > 10)[0] + 1), (x,))

@@ -51,6 +51,7 @@ def bypass_export_some_errors(
     backed_size_oblivious: bool = False,
     verbose: int = 0,
     rewrite_control_flow: Sequence[type] = (),
+    patch_torchvision: bool = False,
 ) -> Iterator[Callable[[Any], Any]]:
     """Patches what makes ``torch.export`` fail on common models; undoes everything on exit.
 
@@ -69,6 +70,8 @@ def bypass_export_some_errors(
     :param rewrite_control_flow: module classes whose ``forward`` is recompiled while inside the block so
         that an ``if`` on a tensor value whose branches end with ``return`` becomes ``torch.cond``
         (opt-in: it changes the code that runs; see ``patches/rewrite_if.py``)
+    :param patch_torchvision: replaces the functions of torchvision's detection models (Faster R-CNN...) that
+        branch on the data-dependent number of boxes (``patches/torchvision_detection.py``)
     :return: (as context manager) a function ``adapt(inputs)`` returning the inputs with every cache
         copied, so that exporting and running the model in eager mode leave the user's caches alone
 
@@ -117,6 +120,12 @@ def bypass_export_some_errors(
        * - FSMT decoder padding mask kept when empty
          - transformers
          - ``Could not guard on data-dependent expression``: ``if not padding_mask.any()`` on the input's values
+       * - batched_nms with the coordinate trick for any number of boxes
+         - torchvision
+         - ``Could not guard on data-dependent expression Eq(4*u1, 0)``: the number of boxes of detection models
+       * - _multiscale_roi_align sized by shape[0]
+         - torchvision
+         - ``Could not extract specialized integer from data-dependent expression Min(1000, u2)`` (``len(rois)``)
 
     Example::
 
@@ -130,7 +139,12 @@ def bypass_export_some_errors(
         >>> [n.op_type for n in onx.graph.node]
         ['Add']
     """
-    groups = {"sympy": patch_sympy, "torch": patch_torch, "transformers": patch_transformers}
+    groups = {
+        "sympy": patch_sympy,
+        "torch": patch_torch,
+        "transformers": patch_transformers,
+        "torchvision": patch_torchvision,
+    }
     enabled = [group for group, on in groups.items() if on]
     undo: list[tuple[Patch, Callable[[], None]]] = []
     stack = contextlib.ExitStack()

@@ -574,10 +574,10 @@ def aten__unsafe_masked_index_put_accumulate(
     return _index_put(ctx, self, _in_range(ctx, self, indices), masked, True, ctx.arg_val(3))
 
 
-@register("aten::nonzero_numpy.default")
+@register("aten::nonzero_numpy.default", "aten::where.default")
 def aten_nonzero_numpy(ctx: NodeContext, self: ir.Value) -> list[ir.Value]:
     """nonzero_numpy(Tensor self) -> Tensor[]: one 1-D tensor of coordinates per axis (a 0-D tensor counts
-    as 1-D)."""
+    as 1-D); ``where(Tensor condition) -> Tensor[]``, ``torch.where`` with one argument, is the same."""
     mask = ctx.cast(self, BOOL)
     if ctx.rank(self) == 0:
         mask = ctx.op("Reshape", mask, ctx.const([1], INT64))

@@ -1,7 +1,7 @@
 """The patch registry: every patch, one module per family, read through :func:`select`.
 
 :func:`~experimental.torch_interpreter.bypass_export_some_errors` selects patches by group (its flags
-``patch_torch``, ``patch_transformers``...), the capture strategies by family (``control_flow`` for
+``patch_torch``, ``patch_transformers``, ``patch_torchvision``...), the capture strategies by family (``control_flow`` for
 ``control_flow_aliasing``, ``transformers_caches``, ``transformers_recurrences``): both read this one list.
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from .base import Patch, applied
 from .control_flow import PATCHES as _CONTROL_FLOW
 from .torch_strict import PATCHES as _TORCH_STRICT
+from .torchvision_detection import PATCHES as _TORCHVISION_DETECTION
 from .transformers_caches import PATCHES as _TRANSFORMERS_CACHES
 from .transformers_recurrences import PATCHES as _TRANSFORMERS_RECURRENCES
 
@@ -21,6 +22,7 @@ FAMILIES: dict[str, tuple[Patch, ...]] = {
     "control_flow": tuple(_CONTROL_FLOW),
     "transformers_caches": tuple(_TRANSFORMERS_CACHES),
     "transformers_recurrences": tuple(_TRANSFORMERS_RECURRENCES),
+    "torchvision_detection": tuple(_TORCHVISION_DETECTION),
 }
 
 #: every known patch, in the order they are applied

@@ -24,7 +24,7 @@ class Patch:
     """
 
     name: str
-    group: str  #: "sympy", "torch" or "transformers"
+    group: str  #: "sympy", "torch", "transformers" or "torchvision"
     replaces: str
     fixes: str
     versions: str
