@@ -534,6 +534,21 @@ def test_left_alone_as_on_cuda(case):
     _check_both(model, args, rewritten=rewritten)
 
 
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_max_pool_of_relu_as_on_cuda(ceil_mode):
+    """A pool of a Relu's output holds no window of -inf: a model for CUDA is one MaxPool, which propagates NaN
+    there as PyTorch (the imitation); the model for any provider keeps the CPU's NaN guard and is right on both."""
+    x = torch.tensor([[[[NAN, 1.0, -INF, -INF, 2.0], [2.0, 3.0, -INF, -INF, 0.5], [INF, -1.0, NAN, -INF, 4.0]]]])
+    model = Fn(lambda x: F.max_pool2d(x.relu(), 2, 2, 1, ceil_mode=ceil_mode))
+    _check_both(model, (x,), rewritten="MaxPool")
+    onx = to_onnx(model, (x,), providers="cuda")
+    assert [n.op_type for n in onx.graph.node] == ["Relu", "MaxPool"]
+    with torch.no_grad():
+        expected = _numpy(model(x))
+    got = _run(imitate_cuda(onx)[0], {onx.graph.input[0].name: x.numpy()})[0]
+    np.testing.assert_array_equal(got, expected)
+
+
 # -- the imitation itself -----------------------------------------------------------------------------------
 def _one_node(op_type: str, x: np.ndarray, out_type: int, *extra: onnx.TensorProto, outputs: int = 1, **attrs):
     names = ["x"] + [e.name for e in extra]

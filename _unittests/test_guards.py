@@ -275,6 +275,97 @@ def test_embedding_bag_for_cpu_has_no_infinity_flag():
     assert "MatMul" not in cpu and "MatMul" in cuda  # the count of the members above -inf
 
 
+# -- guards left out where their answer is known --------------------------------------------------------------
+#: pools of values without -inf (a Relu's, a Sigmoid's, a Clip's above the lowest float, a Concat or a pool of
+#: them), without dilation (no window of padding only): the floor guard is left out; onnxruntime's CPU MaxPool
+#: still skips NaN (a Relu keeps NaN), so the NaN guard stays for the CPU. The configurations of ResNet,
+#: SqueezeNet and GoogLeNet (ceil mode, stride 1 and padding 1)
+KNOWN_FLOOR = {
+    "resnet": lambda x: F.max_pool2d(x.relu(), 3, 2, 1),
+    "squeezenet_ceil": lambda x: F.max_pool2d(torch.relu(x), 3, 2, ceil_mode=True),
+    "googlenet_branch": lambda x: F.max_pool2d(F.relu(x), 3, 1, 1, ceil_mode=True),
+    "relu6": lambda x: F.max_pool2d(F.relu6(x), 2, 2, 1, ceil_mode=True),
+    "pool_of_concat_of_pool": lambda x: F.max_pool2d(
+        torch.cat([F.max_pool2d(x.relu(), 2, 1, 1), F.max_pool2d(x.sigmoid(), 2, 1, 1)], 1), 3, 2, 1,
+        ceil_mode=True),
+}
+IMAGE_AXES = ({0: torch.export.Dim.DYNAMIC, 2: torch.export.Dim.DYNAMIC, 3: torch.export.Dim.DYNAMIC},)
+
+
+def _pools(onx: onnx.ModelProto) -> list[str]:
+    """The op types of every graph, the activations and the Concat left out."""
+    return [t for t in all_ops(onx.graph) if t not in ("Relu", "Clip", "Sigmoid", "Concat")]
+
+
+@pytest.mark.parametrize("providers", PROVIDERS)
+@pytest.mark.parametrize("name", sorted(KNOWN_FLOOR))
+def test_max_pool_of_relu_keeps_the_nan_guard_only(name, providers):
+    """NaN, -inf (0 after the Relu), +inf, the lowest float: as eager on the CPU provider, static and dynamic
+    sizes (the ceil mode's last window is computed otherwise for each); the graph has no floor fix (no ReduceMin,
+    no Less) and pools NaN flags in its exact branch only."""
+    fn = KNOWN_FLOOR[name]
+    atol = 1e-6  # onnxruntime's Sigmoid rounds otherwise; NaN and infinities are still compared exactly
+    onx = check(fn, (edge_values((2, 3, 9, 11), seed=5),), providers, atol)
+    for shape in [(2, 3, 9, 11), (1, 3, 12, 8)]:
+        check(fn, (edge_values(shape, seed=6),), providers, atol, dynamic_shapes=IMAGE_AXES)
+    pools = _pools(onx)
+    assert "ReduceMin" not in pools and "Less" not in pools, pools
+    per_pool = ["ReduceSum", "Greater", "If", "MaxPool", "MaxPool", "IsNaN", "Cast", "MaxPool", "Greater", "Where"]
+    assert sorted(pools) == sorted(per_pool * pools.count("If")), pools
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_FLOOR))
+def test_max_pool_of_relu_for_cuda_is_one_max_pool(name):
+    """A model for CUDA (whose MaxPool propagates NaN) needs neither guard: MaxPool alone, as the official
+    exporter. The CUDA imitation's numbers: test_cuda_edge_values.py::test_max_pool_of_relu_as_on_cuda."""
+    x = edge_values((2, 3, 9, 11), seed=5)
+    assert set(_pools(_export(KNOWN_FLOOR[name], x, "cuda"))) == {"MaxPool"}
+
+
+#: pools whose floor guard stays: a dilation (a window of padding only over a short input: -inf in PyTorch, the
+#: lowest float from onnxruntime), a Clip whose lower bound is the lowest float or -inf, a Relu's output written
+#: to in place before the pool, an input of the graph
+KEPT_FLOOR = {
+    "dilated_relu": (lambda x: F.max_pool1d(x.relu(), 2, 1, 1, dilation=2), (2, 3, 1)),
+    "clamp_lowest": (lambda x: F.max_pool2d(x.clamp(min=torch.finfo(torch.float32).min), 2), (2, 3, 6, 8)),
+    "clamp_minus_inf": (lambda x: F.max_pool2d(x.clamp(min=-INF, max=1.0), 2), (2, 3, 6, 8)),
+    "relu_written_to": (lambda x: F.max_pool2d(x.relu().index_fill_(2, torch.tensor([0, 1]), -INF), 2),
+                        (2, 3, 6, 8)),
+    "input": (lambda x: F.max_pool2d(x, 3, 2, 1), (2, 3, 6, 8)),
+}
+
+
+@pytest.mark.parametrize("providers", ["any", "cuda"])
+@pytest.mark.parametrize("name", sorted(KEPT_FLOOR))
+def test_max_pool_floor_guard_kept_where_unknown(name, providers):
+    fn, shape = KEPT_FLOOR[name]
+    x = edge_values(shape, seed=7)
+    if providers == "any":
+        check(fn, (x,))
+        check(fn, (lowest_windows(shape),))
+    pools = _pools(_export(fn, x, providers))
+    fix = ["Greater", "Cast", "MaxPool", "Less", "Where"]  # the floor fix: pooled flags of x > -inf
+    assert all(pools.count(op) >= fix.count(op) for op in fix), pools
+
+
+def test_max_pool_floor_guard_catches_padding_only_windows():
+    """Length 1, kernel 2, dilation 2, padding 1: the only window is [-1, 1], padding only: PyTorch gives -inf,
+    onnxruntime's MaxPool alone the lowest float."""
+    x = torch.rand(1, 2, 1)
+    expected = F.max_pool1d(x.relu(), 2, 1, 1, dilation=2)
+    assert torch.isneginf(expected).all()
+    check(lambda x: F.max_pool1d(x.relu(), 2, 1, 1, dilation=2), (x,))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_max_pool_of_integers_computed_in_double_has_no_guard(dtype):
+    """No integer MaxPool kernel: the pool runs on a Cast to double, which holds neither NaN nor -inf."""
+    x = torch.randint(-2**20, 2**20, (2, 3, 7, 9), dtype=dtype)
+    x[0, 0, :2, :2] = torch.iinfo(dtype).min
+    onx = check(lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True), (x,))
+    assert _pools(onx) == ["Cast", "MaxPool", "Cast"]
+
+
 # -- 3. cost ------------------------------------------------------------------------------------------------
 def _session(model: onnx.ModelProto) -> ort.InferenceSession:
     options = ort.SessionOptions()

@@ -17,7 +17,10 @@ from ..dtypes import FLOAT_TYPES
 from ..translation.context import NodeContext
 from ..translation.registry import register
 from ._common import (
+    BF16,
     BOOL,
+    DOUBLE,
+    F16,
     FLOAT,
     INT64,
     Ints,
@@ -105,9 +108,13 @@ def _max_pool(
         def max_pool(b: Any, v: ir.Value) -> ir.Value:
             return b.op("MaxPool", v, **attrs)
 
+        # a window may hold padding only where a dilated window starting in the padding skips the input
+        padding_only = any(di > 1 and pi > 0 for di, pi in zip(d, p))
         if not with_indices:
-            return ctx.cast(_as_pytorch(ctx, xc, max_pool), dtype), None
-        values, indices = _with_indices_as_pytorch(ctx, xc, attrs)
+            out = ctx.cast(_as_pytorch(ctx, xc, max_pool, padding_only=padding_only), dtype)
+            _mark(out, _excludes(x), padding_only)
+            return out, None
+        values, indices = _with_indices_as_pytorch(ctx, xc, attrs, padding_only)
         return ctx.cast(values, dtype), _plane_indices(ctx, x, indices, n)
 
     return with_batch(ctx, x, n, pool)
@@ -116,10 +123,80 @@ def _max_pool(
 # -- exactness guards of MaxPool ------------------------------------------------------------------------------
 # onnxruntime's MaxPool differs from PyTorch on edge values (providers.py, QUIRKS): the CPU kernel skips NaN
 # (PyTorch: NaN where the window holds one, and the last NaN's index), and its kernel without indices starts from
-# the lowest finite value (a window of -inf only gives -3.4e38, PyTorch -inf). Checking every window costs passes
-# over the input and a second pool (9x a plain MaxPool on the CPU); one ReduceSum of the input is NaN when it
-# holds a NaN, NaN or -inf when it holds a -inf, so an ``If`` runs the plain pool when neither is there (about
-# 1.3 to 1.45x a plain MaxPool on the CPU) and the exact computation otherwise.
+# the lowest finite value (a window of -inf only gives -3.4e38, PyTorch -inf; so does a window of padding only,
+# which a dilation > 1 with padding makes over a short input). Checking every window costs passes over the input and a second
+# pool (9x a plain MaxPool on the CPU); one ReduceSum of the input is NaN when it holds a NaN, NaN or -inf when it
+# holds a -inf, so an ``If`` runs the plain pool when neither is there (about 1.3 to 1.45x a plain MaxPool on the
+# CPU) and the exact computation otherwise.
+#
+# A guard is left out where its answer is known from the node computing the input (:func:`_excludes`): the output
+# of a Relu holds no -inf (ResNet's, GoogLeNet's, SqueezeNet's and DenseNet's pools), and without dilation or
+# without padding no window is padding only (each window starts in the input or, by at most half the kernel, in
+# the padding, and PyTorch's ceil mode drops a last window starting in the padding: onnxruntime's CPU kernel gave
+# PyTorch's values on 1960 pools of finite inputs without dilation, the lowest float on 20 of 1606 with dilation 2
+# and padding); an integer input holds neither NaN nor -inf.
+
+#: ONNX ops whose output holds no -inf nor the lowest finite value, whatever their input (onnxruntime's CPU kernels
+#: give 0 for -inf, measured in float16, float32 and float64); NaN stays NaN
+_ABOVE_THE_FLOOR = frozenset({"Relu", "Sigmoid"})
+
+#: casts that keep every float value (a narrowing one turns a large finite value into -inf)
+_WIDENING = frozenset({(F16, FLOAT), (BF16, FLOAT), (F16, DOUBLE), (BF16, DOUBLE), (FLOAT, DOUBLE)})
+
+#: ``ir.Value.meta`` key: the edge values a max pooling's output cannot hold (set by :func:`_mark`)
+_EXCLUDED = "pkg.torch_interpreter.pooling.excludes"
+
+
+def _constant(value: ir.Value | None) -> np.ndarray | None:
+    """The array of a Constant node's output or of an initializer, else None."""
+    if value is None:
+        return None
+    if value.const_value is not None:
+        return value.const_value.numpy()
+    node = value.producer()
+    if node is not None and node.op_type == "Constant" and "value" in node.attributes:
+        return node.attributes["value"].as_tensor().numpy()
+    return None
+
+
+def _excludes(x: ir.Value, depth: int = 8) -> frozenset[str]:
+    """The edge values no element of ``x`` can be, read from the nodes computing it: ``"floor"`` (``-inf`` and
+    the lowest finite value of its type) after a Relu or a Sigmoid, a Clip whose lower bound is a constant above
+    the lowest value, or a max pooling of such a value without a window of padding only (:func:`_mark`); both
+    ``"floor"`` and ``"nan"`` after a Cast of integers; what a Cast to a wider float keeps, what every input of a
+    Concat excludes, and ``"nan"`` through a Relu or a Sigmoid. Empty when unknown (an input of the graph, any
+    other node, ``depth`` nodes up)."""
+    known = x.meta.get(_EXCLUDED)
+    if known is not None:
+        return known
+    node = x.producer()
+    if node is None or depth == 0 or not node.inputs or node.inputs[0] is None:
+        return frozenset()
+    first = node.inputs[0]
+    if node.op_type == "Cast":
+        if first.dtype is not None and (first.dtype.is_integer() or first.dtype == BOOL):
+            return frozenset({"nan", "floor"})
+        exact = first.dtype == x.dtype or (first.dtype, x.dtype) in _WIDENING
+        return _excludes(first, depth - 1) if exact else frozenset()
+    if node.op_type == "Concat":
+        found = [_excludes(v, depth - 1) for v in node.inputs if v is not None]
+        return frozenset.intersection(*found) if found else frozenset()
+    if node.op_type in _ABOVE_THE_FLOOR:
+        return frozenset({"floor"}) | (_excludes(first, depth - 1) & {"nan"})
+    if node.op_type == "Clip" and x.dtype in FLOAT_TYPES:
+        low = _constant(node.inputs[1] if len(node.inputs) > 1 else None)
+        lowest = float(np.finfo(x.dtype.numpy()).min)
+        if low is not None and low.size == 1 and float(low.reshape(())) > lowest:  # False for NaN
+            return frozenset({"floor"})
+    return frozenset()
+
+
+def _mark(out: ir.Value, excluded: frozenset[str], padding_only: bool) -> None:
+    """Records on the output of a max pooling what it cannot hold: what its input cannot, but the floor where a
+    window may be padding only (PyTorch gives -inf there)."""
+    kept = excluded - {"floor"} if padding_only else excluded
+    if kept and out.producer() is not None:
+        out.meta[_EXCLUDED] = kept
 
 
 def _shaped(value: ir.Value, rank: int) -> ir.Value:
@@ -174,27 +251,32 @@ def _fix_nan(ctx: NodeContext, b: Any, x: ir.Value, pooled: ir.Value, pool: Call
     return b.op("Where", nan, ctx.const(math.nan, t), pooled)
 
 
-def _guards(ctx: NodeContext, x: ir.Value, measured: bool = True) -> tuple[bool, bool]:
-    """(NaN guard, floor guard) the providers of the model need for a MaxPool of ``x``; ``measured=False`` for a
-    kernel whose NaN was not measured on every provider (GlobalMaxPool, MaxPool with indices): the NaN guard
-    stays."""
+def _guards(
+    ctx: NodeContext, x: ir.Value, measured: bool = True, padding_only: bool = False
+) -> tuple[bool, bool]:
+    """(NaN guard, floor guard) the providers of the model need for a MaxPool of ``x``: none for what ``x`` cannot
+    hold (:func:`_excludes`), the floor guard where a window may be padding only; ``measured=False``
+    for a kernel whose NaN was not measured on every provider (GlobalMaxPool, MaxPool with indices): the NaN guard
+    stays for every provider."""
     if x.dtype not in FLOAT_TYPES:
         return False, False
-    return not measured or ctx.needs_guard("max_pool_skips_nan"), ctx.needs_guard("max_pool_floor_is_finite")
+    excluded = _excludes(x)
+    nan = "nan" not in excluded and (not measured or ctx.needs_guard("max_pool_skips_nan"))
+    floor = (padding_only or "floor" not in excluded) and ctx.needs_guard("max_pool_floor_is_finite")
+    return nan, floor
 
 
-def _input_is_plain(ctx: NodeContext, x: ir.Value, floor_guard: bool) -> tuple[ir.Value, ir.Value]:
-    """(the ReduceSum of ``x``, true when ``x`` holds no NaN, nor ``-inf`` with ``floor_guard``): a NaN makes
-    the sum NaN, a ``-inf`` makes it ``-inf`` or NaN. Finite values may overflow too: the exact branch runs
-    then and gives the same values."""
+def _input_is_plain(ctx: NodeContext, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(the ReduceSum of ``x``, true when ``x`` holds no NaN and no ``-inf``): a NaN makes the sum NaN, a
+    ``-inf`` makes it ``-inf`` or NaN. Finite values may overflow too: the exact branch runs then and gives the
+    same values."""
     total = ctx.op("ReduceSum", x, keepdims=0)
-    if floor_guard:
-        return total, ctx.op("Greater", total, ctx.const(-math.inf, x.dtype))
-    return total, ctx.op("Not", ctx.op("IsNaN", total))
+    return total, ctx.op("Greater", total, ctx.const(-math.inf, x.dtype))
 
 
 def _as_pytorch(
-    ctx: NodeContext, x: ir.Value, pool: Callable[[Any, ir.Value], ir.Value], measured: bool = True
+    ctx: NodeContext, x: ir.Value, pool: Callable[[Any, ir.Value], ir.Value], measured: bool = True,
+    padding_only: bool = False,
 ) -> ir.Value:
     """``pool(b, x)`` (a MaxPool or GlobalMaxPool appended to ``b``: ``ctx`` or a branch) as PyTorch computes
     it on the providers the model is made for: NaN where the window holds a NaN (``max_pool_skips_nan``),
@@ -204,32 +286,42 @@ def _as_pytorch(
     branch pools ``x``, then fixes the windows at the floor if the smallest result is the lowest finite value
     or below, and the windows holding a NaN if the sum is NaN, each behind its own ``If``: an input with a
     ``-inf`` pays a ReduceMin of the output, a window of ``-inf`` only or a NaN one more pool of 0/1 flags.
-    Without the NaN guard (a model for CUDA, whose MaxPool propagates NaN): the floor fix, without ``If``
-    (whose condition CUDA copies to the host). ``measured=False`` (GlobalMaxPool, whose NaN was not measured on
-    CUDA): the NaN guard for every provider."""
-    nan_guard, floor_guard = _guards(ctx, x, measured)
+    Without the floor guard (no window of ``-inf`` only, :func:`_guards`), the exact branch fixes the windows
+    holding a NaN without a second ``If``. Without the NaN guard (a model for CUDA, whose MaxPool propagates NaN,
+    or an input without NaN): the floor fix, without ``If`` (whose condition CUDA copies to the host).
+    ``measured=False`` (GlobalMaxPool, whose NaN was not measured on CUDA): the NaN guard for every provider.
+    ``padding_only`` (a dilated pool with padding, whose window may skip a short input): the plain branch fixes
+    the floor too, a finite input gives such windows."""
+    nan_guard, floor_guard = _guards(ctx, x, measured, padding_only)
     if not (nan_guard or floor_guard):
         return pool(ctx, x)
     t, rank = x.dtype, ctx.rank(x)
     if not nan_guard:
         return _fix_floor(ctx, ctx, x, _shaped(pool(ctx, x), rank), pool)
-    total, plain = _input_is_plain(ctx, x, floor_guard)
+    total, plain = _input_is_plain(ctx, x)
     like = [_shaped(ir.Value(type=ir.TensorType(t)), rank)]
 
     def exact(b: Any) -> list[ir.Value]:
         y = _shaped(pool(b, x), rank)
-        if floor_guard:
-            lowest = float(np.finfo(t.numpy()).min)
-            fine = b.op("Greater", b.op("ReduceMin", y, keepdims=0), ctx.const(lowest, t))
-            y = _if(ctx, b, fine, lambda c: [y], lambda c: [_fix_floor(ctx, c, x, y, pool)], like)[0]
-        z = y
+        if not floor_guard:  # x holds a NaN or a -inf (the sum does not tell which): the NaN windows fixed
+            return [_fix_nan(ctx, b, x, y, pool)]
+        lowest = float(np.finfo(t.numpy()).min)
+        fine = b.op("Greater", b.op("ReduceMin", y, keepdims=0), ctx.const(lowest, t))
+        z = _if(ctx, b, fine, lambda c: [y], lambda c: [_fix_floor(ctx, c, x, y, pool)], like)[0]
         no_nan = b.op("Not", b.op("IsNaN", total))
         return _if(ctx, b, no_nan, lambda c: [z], lambda c: [_fix_nan(ctx, c, x, z, pool)], like)
 
-    return _if(ctx, ctx, plain, lambda b: [pool(b, x)], exact, like)[0]
+    def kernel(b: Any) -> list[ir.Value]:
+        y = pool(b, x)
+        # a window of padding only gives the lowest float however finite x is
+        return [_fix_floor(ctx, b, x, _shaped(y, rank), pool)] if padding_only else [y]
+
+    return _if(ctx, ctx, plain, kernel, exact, like)[0]
 
 
-def _with_indices_as_pytorch(ctx: NodeContext, x: ir.Value, attrs: dict[str, Any]) -> tuple[ir.Value, ir.Value]:
+def _with_indices_as_pytorch(
+    ctx: NodeContext, x: ir.Value, attrs: dict[str, Any], padding_only: bool
+) -> tuple[ir.Value, ir.Value]:
     """MaxPool of ``x`` with its indices (flat over the tensor, or over each plane where a NaN decides), as
     PyTorch computes them: a window holding a NaN gives NaN at the last NaN's position (PyTorch takes every NaN
     it meets), a window of ``-inf`` only gives ``-inf`` at its first position, a window whose maximum is the
@@ -239,7 +331,7 @@ def _with_indices_as_pytorch(ctx: NodeContext, x: ir.Value, attrs: dict[str, Any
     greater: PyTorch's answer but for NaN. CUDA's kernel with indices was not measured: both parts are kept for
     every provider. The kernel alone runs when ``x`` holds no NaN, no ``-inf`` and no window stops at the lowest
     finite value or below (a ReduceSum of ``x``, a ReduceMin of the values); else :func:`_exact_with_indices`."""
-    nan_guard, floor_guard = _guards(ctx, x, measured=False)
+    nan_guard, floor_guard = _guards(ctx, x, measured=False, padding_only=padding_only)
     values, indices = ctx.op("MaxPool", x, num_outputs=2, **attrs)
     indices.dtype = INT64
     if not (nan_guard or floor_guard):
@@ -247,7 +339,7 @@ def _with_indices_as_pytorch(ctx: NodeContext, x: ir.Value, attrs: dict[str, Any
     t, rank = x.dtype, ctx.rank(x)
     _shaped(values, rank)
     _shaped(indices, rank)
-    _, plain = _input_is_plain(ctx, x, True)
+    _, plain = _input_is_plain(ctx, x)
     if floor_guard:
         lowest = float(np.finfo(t.numpy()).min)
         above = ctx.op("Greater", ctx.op("ReduceMin", values, keepdims=0), ctx.const(lowest, t))
