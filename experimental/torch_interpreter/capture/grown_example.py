@@ -143,13 +143,18 @@ def holding_at_one(ep: torch.export.ExportedProgram, model: torch.nn.Module, arg
     candidates = {
         str(symbol)
         for symbol, bounds in ep.range_constraints.items()
-        if getattr(symbol, "is_Symbol", False) and int(bounds.lower) == 2 and bounds.upper not in (int_oo, sympy.oo)
+        if getattr(symbol, "is_Symbol", False) and _is_two(bounds.lower) and bounds.upper not in (int_oo, sympy.oo)
     }
     if not candidates or _holds_at_one(ep, model, args, kwargs, candidates):
         return candidates
     if len(candidates) == 1:
         return set()
     return {c for c in sorted(candidates) if _holds_at_one(ep, model, args, kwargs, {c})}
+
+
+def _is_two(lower) -> bool:
+    # a lower bound may be -int_oo (an unbacked integer carried by a loop): int() of it raises in sympy
+    return getattr(lower, "is_Integer", False) and int(lower) == 2
 
 
 def _holds_at_one(ep: torch.export.ExportedProgram, model: torch.nn.Module, args: tuple, kwargs: dict,
