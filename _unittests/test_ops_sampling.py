@@ -82,11 +82,41 @@ def test_interpolate_uint8(mode):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float64])
 def test_interpolate_dtypes(dtype):
-    tol = 1e-2 if dtype == torch.float16 else 1e-6  # float64 resizes in float32 (Cast, Resize, Cast)
+    tol = 1e-2 if dtype == torch.float16 else 1e-12  # float64 in double (it was rounded to float32: 1e-7 off)
     model = Fn(
         lambda x: (F.interpolate(x, scale_factor=2, mode="bicubic"), F.interpolate(x, size=(3, 7), mode="bilinear"))
     )
     check_model(model, (X.to(dtype),), atol=tol, rtol=tol)
+
+
+FLOAT64_MODES = [("nearest", None), ("nearest-exact", None), ("bilinear", False), ("bilinear", True),
+                 ("bicubic", False), ("bicubic", True)]
+
+
+@pytest.mark.parametrize("how", [{"size": (7, 5)}, {"scale_factor": (1.7, 0.6)}, {"size": (6, 18)}],
+                         ids=["size", "scales", "kept-doubled"])
+@pytest.mark.parametrize("mode,align_corners", FLOAT64_MODES)
+def test_interpolate_float64_is_not_rounded(mode, align_corners, how):
+    """onnxruntime's Resize has no double kernel: a float64 input went through float32 (values 1e-7 off, the
+    first convolution of a float64 Mask R-CNN already 1e-6 off); now the source indices and weights are
+    PyTorch's, gathered in double. The input is not a multiple of a power of 2, so float32 would round it.
+    Width 9 to 5 with scale 0.6 puts output 3 on source 5.0 in float (4.9999... in double)."""
+    kw = {} if align_corners is None else {"align_corners": align_corners}
+    model = Fn(lambda x: F.interpolate(x, mode=mode, **how, **kw))
+    x = torch.rand(2, 3, 6, 9, dtype=torch.float64) + 1 / 3
+    check_model(model, (x,), atol=1e-12, rtol=1e-12)
+    dims = {0: torch.export.Dim.DYNAMIC, 2: torch.export.Dim.DYNAMIC, 3: torch.export.Dim.DYNAMIC}
+    other = torch.rand(1, 3, 11, 4, dtype=torch.float64) + 1 / 3
+    check_model(model, (x,), dynamic_shapes=(dims,), more_inputs=[((other,), None)], atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_interpolate_float64_1d_3d(mode):
+    x1 = torch.rand(2, 3, 7, dtype=torch.float64) + 1 / 3
+    check_model(Fn(lambda x: F.interpolate(x, size=11, mode=mode)), (x1,), atol=1e-12, rtol=1e-12)
+    mode3 = "trilinear" if mode == "linear" else mode
+    x3 = torch.rand(1, 2, 3, 4, 5, dtype=torch.float64) + 1 / 3
+    check_model(Fn(lambda x: F.interpolate(x, scale_factor=1.5, mode=mode3)), (x3,), atol=1e-12, rtol=1e-12)
 
 
 @pytest.mark.parametrize("align_corners", [False, True])

@@ -75,6 +75,9 @@ def _resize(
     else:
         raise ValueError("upsample: neither output_size nor scale_factors is given")
     dtype = ctx.out_dtype
+    if dtype in _WIDE and not antialias:
+        # onnxruntime's Resize has no double nor 64-bit integer kernel: through float32 it rounds the values
+        return _wide(ctx, input, output_size, given, mode, bool(align_corners))
     compute = dtype if dtype in (FLOAT, ir.DataType.FLOAT16) else FLOAT
     if mode == "nearest" and dtype in (ir.DataType.INT32, ir.DataType.INT8, ir.DataType.UINT8):
         compute = dtype
@@ -82,6 +85,79 @@ def _resize(
     if mode in ("linear", "cubic") and not antialias and dtype in (FLOAT, DOUBLE, F16, BF16):
         return _unless_finite(ctx, input, y, given, mode == "cubic", bool(align_corners))
     return ctx.cast(y, dtype)
+
+
+#: types onnxruntime's Resize cannot take whose values float32 does not hold exactly
+_WIDE = (DOUBLE, INT64, ir.DataType.UINT32, ir.DataType.UINT64)
+
+
+def _output_size(ctx: NodeContext, input: ir.Value, axis: int, size: Any, scale: float | None) -> int | ir.Value:
+    """The output size of one spatial axis: static, the node's size, or ``floor(input_size * scale)`` in double
+    as PyTorch computes it."""
+    out = ctx.val.shape[axis]
+    if isinstance(out, int):
+        return out
+    if size is not None:
+        return size
+    real = ctx.cast(dim_of(ctx, input, axis), DOUBLE)
+    return ctx.cast(ctx.op("Floor", ctx.op("Mul", real, ctx.const(float(scale), DOUBLE))), INT64)
+
+
+def _nearest_index(ctx: NodeContext, size: int | ir.Value, out: int | ir.Value, scale: float | None,
+                   exact: bool) -> ir.Value:
+    """The source index of each output along one axis as PyTorch's CPU kernels compute it (``nearest_idx``:
+    the output itself when the size is kept, half of it when doubled, else ``floor(dst * ratio)`` in float;
+    ``nearest_exact_idx``: ``(dst + 0.5) * ratio`` in double rounded to float), at most ``size - 1``."""
+    size, out = ctx.operand(size, INT64), ctx.operand(out, INT64)
+    dst = ctx.op("Range", ctx.const(0, INT64), out, ctx.const(1, INT64))
+    if scale is not None and scale > 0:
+        ratio = ctx.const(np.float32(1.0 / scale), FLOAT)
+    else:
+        ratio = ctx.op("Div", ctx.cast(size, FLOAT), ctx.cast(out, FLOAT))
+    if exact:
+        half = ctx.op("Add", ctx.cast(dst, DOUBLE), ctx.const(0.5, DOUBLE))
+        source = ctx.cast(ctx.op("Mul", half, ctx.cast(ratio, DOUBLE)), FLOAT)
+    else:
+        source = ctx.op("Mul", ctx.cast(dst, FLOAT), ratio)
+    last = ctx.op("Sub", size, ctx.const(1, INT64))
+    index = ctx.op("Min", ctx.cast(ctx.op("Floor", source), INT64), last)
+    if exact:
+        return index
+    doubled = ctx.op("Equal", out, ctx.op("Mul", size, ctx.const(2, INT64)))
+    index = ctx.op("Where", doubled, ctx.op("Div", dst, ctx.const(2, INT64)), index)
+    return ctx.op("Where", ctx.op("Equal", out, size), dst, index)
+
+
+def _wide(
+    ctx: NodeContext, input: ir.Value, output_size: Any, scales: Sequence[float | None] | None, mode: str,
+    align_corners: bool,
+) -> ir.Value:
+    """Resampling of a float64 or 64-bit integer tensor without rounding its values to float32: nearest modes
+    gather the source indices of :func:`_nearest_index`; linear and cubic ones compute PyTorch's taps and
+    weights in double (:func:`_taps`) and sum the gathered taps."""
+    n = ctx.rank(input) - 2
+    scales = list(scales or [None]) * n if len(scales or [None]) == 1 else list(scales)
+    sizes = list(output_size) if output_size is not None else [None] * n
+    y, taps = input, []
+    for k, axis in enumerate(range(2, n + 2)):
+        size = dim_of(ctx, input, axis)
+        out = _output_size(ctx, input, axis, sizes[k], scales[k])
+        if mode in ("nearest", "nearest-exact"):
+            y = ctx.op("Gather", y, _nearest_index(ctx, size, out, scales[k], mode == "nearest-exact"), axis=axis)
+        else:
+            taps.append((axis, *_taps(ctx, size, out, mode == "cubic", align_corners, scales[k], DOUBLE)))
+    return _sum_of_taps(ctx, input, taps, mode == "cubic") if taps else y
+
+
+def _sum_of_taps(builder: Any, x: ir.Value, taps: list, cubic: bool) -> ir.Value:
+    """Per axis (the last first, as PyTorch), the gathered taps of ``x`` times their weights, summed."""
+    n = len(taps)
+    y = x
+    for axis, index, weights in reversed(taps):
+        w = builder.op("Reshape", weights, builder.const([-1, 4 if cubic else 2] + [1] * (n + 1 - axis), INT64))
+        taps_x = builder.op("Mul", builder.op("Gather", y, index, axis=axis), w)
+        y = builder.op("ReduceSum", taps_x, builder.const([axis + 1], INT64), keepdims=0)
+    return y
 
 
 def _taps(
@@ -171,11 +247,7 @@ def _unless_finite(
     total = ctx.op("ReduceSum", x, keepdims=0)
     bad = ctx.op("IsNaN", ctx.op("Mul", total, ctx.const(0, compute)))
     exact = ctx.new_subgraph()
-    y = x
-    for axis, index, weights in reversed(taps):  # the last axis first, as PyTorch
-        w = exact.op("Reshape", weights, exact.const([-1, 4 if cubic else 2] + [1] * (n + 1 - axis), INT64))
-        taps_x = exact.op("Mul", exact.op("Gather", y, index, axis=axis), w)
-        y = exact.op("ReduceSum", taps_x, exact.const([axis + 1], INT64), keepdims=0)
+    y = _sum_of_taps(exact, x, taps, cubic)
     exact.outputs([exact.op("Cast", y, to=dtype)], [ctx.val])
     same = ctx.new_subgraph()
     same.outputs([same.op("Cast", fast, to=dtype)], [ctx.val])
