@@ -5,7 +5,8 @@ export report and :func:`find_discrepancies` read them. Nothing else in the pack
 
 Model-level keys (``model.metadata_props``):
 
-- ``aten2onnx.capture.*``: what the capture did (``mode``, ``strategies``, ``notes``, ``constant_inputs``);
+- ``aten2onnx.capture.*``: what the capture did (``mode``, ``strategies``, ``notes``, ``patches``,
+  ``constant_inputs``);
 - ``aten2onnx.range_constraints``: the ranges of the dynamic input axes (a JSON list);
 - ``aten2onnx.shape_guards``: the conditions on the input sizes the graph relies on (a JSON list);
 - ``aten2onnx.providers``: the onnxruntime providers the model was made for (``cpu,cuda``).
@@ -38,6 +39,8 @@ CAPTURE_PREFIX = "aten2onnx.capture."
 CAPTURE_MODE = CAPTURE_PREFIX + "mode"
 CAPTURE_STRATEGIES = CAPTURE_PREFIX + "strategies"
 CAPTURE_NOTES = CAPTURE_PREFIX + "notes"
+#: the patches of ``bypass_export_some_errors`` applied while the model was captured (one name per line)
+CAPTURE_PATCHES = CAPTURE_PREFIX + "patches"
 #: the scalar inputs torch.export baked in as constants (a Python literal: ``{'alpha': 0.5}``)
 CONSTANT_INPUTS = CAPTURE_PREFIX + "constant_inputs"
 #: the dynamic shapes inferred from several input sets, with the axes' names in the model (a Python literal)

@@ -13,6 +13,7 @@ import torch.fx.experimental._config as fx_config
 
 from .logs import verbosity
 from .patches import Patch, select
+from .patches.base import mark_active
 from .patches.rewrite_if import rewrite_forward
 
 logger = logging.getLogger(__name__)
@@ -70,8 +71,10 @@ def bypass_export_some_errors(
     :param rewrite_control_flow: module classes whose ``forward`` is recompiled while inside the block so
         that an ``if`` on a tensor value whose branches end with ``return`` becomes ``torch.cond``
         (opt-in: it changes the code that runs; see ``patches/rewrite_if.py``)
-    :param patch_torchvision: replaces the functions of torchvision's detection models (Faster R-CNN...) that
-        branch on the data-dependent number of boxes (``patches/torchvision_detection.py``)
+    :param patch_torchvision: replaces the functions of torchvision's detection models (Faster R-CNN, Mask
+        R-CNN, RetinaNet, FCOS...) that branch on the data-dependent number of boxes
+        (``patches/torchvision_detection.py``) or specialize the image size (``patches/torchvision_image_sizes.py``);
+        the patches applied while a model is captured are listed in its metadata (``aten2onnx.capture.patches``)
     :return: (as context manager) a function ``adapt(inputs)`` returning the inputs with every cache
         copied, so that exporting and running the model in eager mode leave the user's caches alone
 
@@ -126,6 +129,16 @@ def bypass_export_some_errors(
        * - _multiscale_roi_align sized by shape[0]
          - torchvision
          - ``Could not extract specialized integer from data-dependent expression Min(1000, u2)`` (``len(rois)``)
+       * - detection images resized with symbolic sizes
+         - torchvision
+         - a dynamic height or width specialized to the example's (``min`` of the sizes)
+       * - detection batches padded with symbolic sizes
+         - torchvision
+         - a dynamic height or width specialized to the example's (``math.ceil(float(size) / 32)``)
+       * - Mask R-CNN masks pasted all at once
+         - torchvision
+         - ``Could not extract specialized integer from data-dependent expression Min(100, u9)`` (a loop over
+           the detections)
 
     Example::
 
@@ -153,7 +166,7 @@ def bypass_export_some_errors(
     try:
         for patch in select(groups=enabled):
             if patch.needed():
-                undo.append((patch, patch.apply()))
+                undo.append((patch, mark_active(patch, patch.apply())))
                 logger.log(level, "applied patch %r: %s", patch.name, patch.replaces)
         for cls in rewrite_control_flow:
             stack.callback(rewrite_forward(cls))

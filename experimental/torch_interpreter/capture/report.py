@@ -8,7 +8,9 @@ from typing import Any
 
 import onnx_ir as ir
 
-from ..metadata import CAPTURE_MODE, CAPTURE_NOTES, CAPTURE_STRATEGIES, CONSTANT_INPUTS, INFERRED_DYNAMIC_SHAPES, write
+from ..metadata import (CAPTURE_MODE, CAPTURE_NOTES, CAPTURE_PATCHES, CAPTURE_STRATEGIES, CONSTANT_INPUTS,
+                        INFERRED_DYNAMIC_SHAPES, write)
+from ..patches.base import active
 
 logger = logging.getLogger(__name__)
 
@@ -16,7 +18,8 @@ logger = logging.getLogger(__name__)
 @dataclass
 class CaptureReport:
     """What the capture did: the mode that worked, the strategies applied (in the order they were first applied)
-    and a note for each time one was, the scalar inputs baked in as constants.
+    and a note for each time one was, the patches of ``bypass_export_some_errors`` applied around it, the scalar
+    inputs baked in as constants.
 
     >>> report = CaptureReport(strict=False)
     >>> report.use("size_oblivious", "a batch of 1")
@@ -31,6 +34,8 @@ class CaptureReport:
     constants: dict[str, Any] = field(default_factory=dict)
     #: the dynamic shapes inferred from several input sets (None when the user gave them or none)
     inferred: dict[str, Any] | None = None
+    #: the names of the patches applied while the model was captured
+    patches: list[str] = field(default_factory=active)
 
     def use(self, strategy: str, note: str) -> None:
         """Records that ``strategy`` changed the capture, and why (logged at INFO level)."""
@@ -51,6 +56,8 @@ class CaptureReport:
         }
         if self.notes:
             meta[CAPTURE_NOTES] = "\n".join(self.notes)
+        if self.patches:
+            meta[CAPTURE_PATCHES] = "\n".join(self.patches)
         if self.constants:
             meta[CONSTANT_INPUTS] = repr(self.constants)
         if self.inferred is not None:

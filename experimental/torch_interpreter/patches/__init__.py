@@ -13,6 +13,7 @@ from .base import Patch, applied
 from .control_flow import PATCHES as _CONTROL_FLOW
 from .torch_strict import PATCHES as _TORCH_STRICT
 from .torchvision_detection import PATCHES as _TORCHVISION_DETECTION
+from .torchvision_image_sizes import PATCHES as _TORCHVISION_IMAGE_SIZES
 from .transformers_caches import PATCHES as _TRANSFORMERS_CACHES
 from .transformers_recurrences import PATCHES as _TRANSFORMERS_RECURRENCES
 
@@ -23,6 +24,7 @@ FAMILIES: dict[str, tuple[Patch, ...]] = {
     "transformers_caches": tuple(_TRANSFORMERS_CACHES),
     "transformers_recurrences": tuple(_TRANSFORMERS_RECURRENCES),
     "torchvision_detection": tuple(_TORCHVISION_DETECTION),
+    "torchvision_image_sizes": tuple(_TORCHVISION_IMAGE_SIZES),
 }
 
 #: every known patch, in the order they are applied

@@ -14,6 +14,30 @@ Undo = Callable[[], None]
 
 _MARK = "__aten2onnx_patch__"
 
+#: the names of the patches applied now, in the order they were applied (the capture records them)
+_ACTIVE: list[str] = []
+
+
+def active() -> list[str]:
+    """The names of the patches applied now (by :func:`applied` or ``bypass_export_some_errors``), in order.
+
+    >>> active()
+    []
+    """
+    return list(_ACTIVE)
+
+
+def mark_active(patch: Patch, undo: Undo) -> Undo:
+    """Records ``patch`` as applied until ``undo`` (returned, wrapped) is called."""
+    _ACTIVE.append(patch.name)
+
+    def undo_and_forget() -> None:
+        undo()
+        if patch.name in _ACTIVE:
+            _ACTIVE.remove(patch.name)
+
+    return undo_and_forget
+
 
 @dataclass(frozen=True)
 class Patch:
@@ -45,7 +69,7 @@ def applied(patches: Iterable[Patch]) -> Iterator[list[Patch]]:
     try:
         for patch in patches:
             if patch.needed():
-                undo.append((patch, patch.apply()))
+                undo.append((patch, mark_active(patch, patch.apply())))
         yield [patch for patch, _ in undo]
     finally:
         for patch, fn in reversed(undo):

@@ -7,8 +7,10 @@ a Python branch on it stops ``torch.export``: ``Could not guard on data-dependen
 replaces one torchvision function by the same computation without that branch; the boxes, scores and labels
 are the same.
 
-The patches replace module attributes (``torchvision.ops.boxes.batched_nms``, ...); they apply only when
-torchvision is imported.
+The patches for the image size are in ``torchvision_image_sizes.py``.
+
+The patches replace module and class attributes (``torchvision.ops.boxes.batched_nms``, ...); they apply only
+when torchvision is imported.
 """
 
 from __future__ import annotations
