@@ -1,0 +1,270 @@
+"""The vision zoo: every torchvision builder through ``to_onnx`` and ``torch.onnx.export(..., dynamo=True)``, side
+by side in the same run.
+
+For each model of ``torchvision.models.list_models()`` (classification, segmentation, video, optical flow;
+detection goes through ``bypass_export_some_errors(patch_torchvision=True)`` for ``to_onnx`` and as is for the
+official exporter): random weights, eval mode, exported on a batch of 2 with the batch, height and width dynamic
+(the batch only for models that take one image size, found by running eager at the second size first). Each
+ONNX model is then run by onnxruntime's CPU provider on the example and on a second size, and compared with
+eager (max abs difference, relative to the largest eager value). A model is ``ok`` when it exports and matches
+eager within 1e-3 relative at both sizes. Columns: ok, nodes (every graph, If branches included), export seconds,
+onnxruntime latency (median of 5 runs at the example's size) for each exporter, and the ratios ours / official.
+
+Each model runs in its own process (a crash or a hang costs that model only)::
+
+    python benchmarks/vision_zoo.py                                   # every builder up to 100 M parameters
+    python benchmarks/vision_zoo.py --models resnet18,vit_b_16 --json zoo.json
+    python benchmarks/vision_zoo.py --max-params 30 --timeout 600     # the smaller ones
+
+Needs torchvision (README: on a CPU build of torch, ``bash ../shared/vision/torchvision_cpu.sh``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from typing import Any
+
+#: builders needing arguments of their own (GoogLeNet and Inception without auxiliary heads, Inception at 299)
+EXTRA = {"googlenet": {"aux_logits": False, "init_weights": True}, "inception_v3": {"aux_logits": False,
+                                                                                    "init_weights": True}}
+SIZES = {"inception_v3": (299, 299)}
+TOL = 1e-3
+
+
+def _kwargs(name: str) -> dict:
+    """Random weights everywhere: ``weights_backbone=None`` too where the builder has it (else it downloads)."""
+    import inspect
+
+    from torchvision.models import get_model_builder
+
+    extra = dict(EXTRA.get(name, {}), weights=None)
+    if "weights_backbone" in inspect.signature(get_model_builder(name)).parameters:
+        extra["weights_backbone"] = None
+    return extra
+
+
+def _inputs(name: str, kind: str, torch: Any) -> tuple[list, list, Any]:
+    """The example and the second input of a model, and its dynamic shapes (None: decided by the caller)."""
+    g = torch.Generator().manual_seed(0)
+    h, w = SIZES.get(name, (224, 224))
+    if kind == "video":
+        return [torch.randn(2, 3, 8, 112, 112, generator=g)], [torch.randn(1, 3, 8, 96, 128, generator=g)], None
+    if kind == "optical_flow":
+        a, b = torch.randn(2, 3, 128, 160, generator=g), torch.randn(2, 3, 128, 160, generator=g)
+        return [a, b], [torch.randn(1, 3, 160, 128, generator=g), torch.randn(1, 3, 160, 128, generator=g)], None
+    if kind == "detection":
+        return [[torch.rand(3, 160, 200, generator=g)]], [[torch.rand(3, 200, 150, generator=g)]], None
+    return [torch.randn(2, 3, h, w, generator=g)], [torch.randn(1, 3, h - 64, w - 32, generator=g)], None
+
+
+def _flat(value: Any, torch: Any) -> list:
+    from torch.utils._pytree import tree_leaves
+
+    return [t.detach().numpy() for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def _feeds(sess: Any, inputs: list, torch: Any) -> dict:
+    return dict(zip([i.name for i in sess.get_inputs()], _flat(inputs, torch)))
+
+
+def _count(graph: Any) -> int:
+    total = 0
+    for node in graph.node:
+        total += 1
+        for attr in node.attribute:
+            total += sum(_count(g) for g in ([attr.g] if attr.HasField("g") else list(attr.graphs)))
+    return total
+
+
+def _run(onx: Any, model: Any, sets: list[list], torch: Any) -> dict:
+    """Errors relative to the largest eager value at each input set, the latency on the first."""
+    import numpy as np
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    errors = []
+    for inputs in sets:
+        with torch.no_grad():
+            expected = _flat(model(*inputs), torch)
+        got = sess.run(None, _feeds(sess, inputs, torch))
+        if len(got) != len(expected) or any(a.shape != b.shape for a, b in zip(got, expected)):
+            errors.append(float("inf"))
+            continue
+        scale = max([float(np.abs(e).max()) for e in expected if e.size and e.dtype.kind == "f"] + [1e-6])
+        errors.append(max([float(np.abs(a.astype(np.float64) - b).max()) / scale for a, b in zip(got, expected)
+                           if a.size] + [0.0]))
+    feeds = _feeds(sess, sets[0], torch)
+    times = []
+    for _ in range(6):
+        begin = time.perf_counter()
+        sess.run(None, feeds)
+        times.append(time.perf_counter() - begin)
+    return {"errors": errors, "latency_ms": 1000 * statistics.median(times[1:])}
+
+
+def _dims(kind: str, inputs: list, torch: Any, fixed: bool) -> Any:
+    dyn = torch.export.Dim.DYNAMIC
+    if kind == "detection":
+        return ([{1: dyn, 2: dyn}],)
+    axes = {0: dyn} if fixed else ({0: dyn, 2: dyn, 3: dyn} if kind != "video" else {0: dyn, 3: dyn, 4: dyn})
+    return tuple(dict(axes) for _ in inputs)
+
+
+def one(name: str) -> dict:
+    """Exports ``name`` both ways and runs both graphs; one dict of results."""
+    import torch
+    import torchvision
+    from torchvision.models import get_model, get_model_builder
+
+    from experimental.torch_interpreter import bypass_export_some_errors, to_onnx
+
+    logging.getLogger("torch.fx.experimental.symbolic_shapes").setLevel(logging.ERROR)
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    warnings.simplefilter("ignore")
+    module = get_model_builder(name).__module__
+    kind = next((k for k in ("detection", "segmentation", "video", "optical_flow") if f".{k}" in module),
+                "classification")
+    torch.manual_seed(0)
+    model = get_model(name, **_kwargs(name)).eval()
+    params = sum(p.numel() for p in model.parameters())
+    example, second, _ = _inputs(name, kind, torch)
+    fixed = False
+    try:
+        with torch.no_grad():
+            model(*second)
+    except Exception:  # noqa: BLE001  (a model of one image size: the batch only is dynamic)
+        fixed = True
+        second = [torch.randn(1, *x.shape[1:]) for x in example]
+    dims = _dims(kind, example, torch, fixed)
+    result: dict[str, Any] = {"model": name, "kind": kind, "params_m": params / 1e6, "fixed_size": fixed}
+    for exporter in ("ours", "official"):
+        begin = time.perf_counter()
+        try:
+            with torch.no_grad():
+                if exporter == "ours":
+                    with bypass_export_some_errors(patch_torchvision=kind == "detection"):
+                        onx = to_onnx(model, tuple(example), dynamic_shapes=dims)
+                else:
+                    onx = torch.onnx.export(model, tuple(example), dynamic_shapes=dims, dynamo=True,
+                                            verbose=False).model_proto
+            seconds = time.perf_counter() - begin
+            run = _run(onx, model, [example, second], torch)
+            ok = all(e <= TOL for e in run["errors"])
+            result[exporter] = {"ok": ok, "nodes": _count(onx.graph), "export_s": seconds, **run}
+            if not ok:
+                result[exporter]["error"] = f"differs from eager: {run['errors']}"
+        except Exception as e:  # noqa: BLE001  (the failure is the result)
+            text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()
+            message = f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:200]
+            result[exporter] = {"ok": False, "error": message, "export_s": time.perf_counter() - begin}
+    result["torchvision"] = torchvision.__version__
+    return result
+
+
+def _names(args: argparse.Namespace) -> list[str]:
+    import torchvision
+    from torchvision.models import get_model_builder
+
+    if args.models:
+        return args.models.split(",")
+    names = []
+    for name in torchvision.models.list_models():
+        module = get_model_builder(name).__module__
+        if ".quantization" in module:
+            continue
+        names.append(name)
+    return names
+
+
+def _table(results: list[dict]) -> str:
+    rows = ["| model | params (M) | ours ok | official ok | nodes ours / official | export s ours / official | "
+            "latency ms ours / official | note |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        if "skipped" in r:
+            rows.append(f"| {r['model']} | {r.get('params_m', 0):.0f} | | | | | | {r['skipped']} |")
+            continue
+        o, f = r.get("ours", {}), r.get("official", {})
+
+        def pair(key: str, fmt: str) -> str:
+            a, b = o.get(key), f.get(key)
+            text = " / ".join("-" if v is None else format(v, fmt) for v in (a, b))
+            if a is not None and b:
+                text += f" ({a / b:.2f}x)"
+            return text
+
+        note = "; ".join(f"{k}: {v['error']}" for k, v in (("ours", o), ("official", f)) if v.get("error"))
+        rows.append(f"| {r['model']} | {r['params_m']:.1f} | {'yes' if o.get('ok') else 'no'} | "
+                    f"{'yes' if f.get('ok') else 'no'} | {pair('nodes', 'd')} | {pair('export_s', '.1f')} | "
+                    f"{pair('latency_ms', '.1f')} | {note.replace('|', '/')} |")
+    both = [r for r in results if r.get("ours", {}).get("ok") and r.get("official", {}).get("ok")]
+    ours = sum(bool(r.get("ours", {}).get("ok")) for r in results)
+    official = sum(bool(r.get("official", {}).get("ok")) for r in results)
+    rows.append("")
+    rows.append(f"ok: ours {ours}, official {official} of {len(results)}; official ok and ours not: "
+                f"{[r['model'] for r in results if r.get('official', {}).get('ok') and not r.get('ours', {}).get('ok')]}")
+    if both:
+        import math
+
+        for key in ("nodes", "export_s", "latency_ms"):
+            ratios = [r["ours"][key] / r["official"][key] for r in both if r["official"][key]]
+            mean = math.exp(sum(math.log(v) for v in ratios) / len(ratios))
+            rows.append(f"{key} ours / official on the {len(both)} both convert: geometric mean {mean:.2f}, "
+                        f"max {max(ratios):.2f}")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="", help="comma-separated torchvision builders (default: all)")
+    parser.add_argument("--max-params", type=float, default=100, help="skip models above, in millions (100)")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per model (900)")
+    parser.add_argument("--json", default="", help="write the results there too")
+    parser.add_argument("--one", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one)))
+        return
+    results = []
+    for name in _names(args):
+        params = _params(name)
+        if params > args.max_params:
+            results.append({"model": name, "params_m": params, "skipped": f"above {args.max_params:g} M parameters"})
+            continue
+        try:
+            done = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True,
+                                  timeout=args.timeout)
+            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+            results.append(json.loads(lines[-1]) if lines else
+                           {"model": name, "params_m": params, "skipped": f"crashed: {done.stderr[-200:]}"})
+        except subprocess.TimeoutExpired:
+            results.append({"model": name, "params_m": params, "skipped": f"over {args.timeout} s"})
+        print(_table(results[-1:]).splitlines()[2], flush=True)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(results, f, indent=1)
+    print(_table(results))
+
+
+def _params(name: str) -> float:
+    """Parameters of a builder in millions, from a model on the meta device (no memory)."""
+    import torch
+    from torchvision.models import get_model
+
+    with torch.device("meta"):
+        model = get_model(name, **_kwargs(name))
+    return sum(p.numel() for p in model.parameters()) / 1e6
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TMPDIR", tempfile.gettempdir())
+    main()
