@@ -18,6 +18,7 @@ from ..dtypes import onnx_dtype
 from ..errors import CheckpointError
 from ..saving import IN_PLACE, release_mapped
 from .empty_weights import meta_tensor_names
+from .folder_files import file_in_folder
 from .safetensors_header import StoredTensor, read_safetensors
 
 #: transformers' index of a sharded checkpoint, and its single-file name
@@ -121,28 +122,59 @@ def _onnx_tensor(entry: StoredTensor | torch.Tensor, name: str) -> ir.TensorProt
                              shape=ir.Shape(entry.shape), name=name, base_dir=os.path.dirname(entry.path))
 
 
+#: the largest index file read (transformers' index of a 400 B model is about 2 MB)
+MAX_INDEX_BYTES = 64 * 2**20
+
+
+def index_shards(folder: str) -> list[str] | None:
+    """The shard files ``folder``'s ``model.safetensors.index.json`` names, resolved inside the folder (the
+    folder rule of :mod:`.folder_files`); None when the folder has no index. A name leading out of the folder, a
+    shard that is not a regular file, an index of the wrong types raise
+    :class:`~experimental.torch_interpreter.CheckpointError` before any shard is read.
+
+    >>> import tempfile
+    >>> index_shards(tempfile.mkdtemp()) is None
+    True
+    """
+    index = file_in_folder(folder, INDEX_FILE, CheckpointError, "the checkpoint index", MAX_INDEX_BYTES,
+                           path=os.path.join(folder, INDEX_FILE))
+    if index is None:
+        return None
+    try:
+        with open(index, encoding="utf-8") as f:
+            weight_map = json.load(f)["weight_map"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{index!r} is not a checkpoint index (a JSON object with a 'weight_map'): {e}",
+                              path=index) from e
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise CheckpointError(f"{index!r} is not a checkpoint index: its 'weight_map' must map names to shard "
+                              "file names", path=index)
+    files, missing = [], []
+    for shard in sorted(set(weight_map.values())):
+        real = file_in_folder(folder, shard, CheckpointError, "the shard", path=index)
+        if real is None:
+            missing.append(os.path.join(folder, shard))
+        else:
+            files.append(real)
+    if missing:
+        raise CheckpointError(f"{index!r} names shards that are not in the folder: {missing}", path=index)
+    return files
+
+
 def _files(path: str) -> list[str]:
-    """The safetensors files of ``path`` (a file or a folder, see the module's docstring)."""
+    """The safetensors files of ``path`` (a file or a folder, see the module's docstring); a folder's files obey
+    the folder rule (:mod:`.folder_files`)."""
     if os.path.isfile(path):
         return [path]
     if not os.path.isdir(path):
         raise CheckpointError(f"weights={path!r}: no such file or folder", path=path)
-    index = os.path.join(path, INDEX_FILE)
-    if os.path.isfile(index):
-        try:
-            with open(index, encoding="utf-8") as f:
-                weight_map = json.load(f)["weight_map"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise CheckpointError(f"{index!r} is not a checkpoint index (a JSON object with a 'weight_map'): {e}",
-                                  path=index) from e
-        files = [os.path.join(path, f) for f in sorted(set(weight_map.values()))]
-        missing = [f for f in files if not os.path.isfile(f)]
-        if missing:
-            raise CheckpointError(f"{index!r} names shards that are not in the folder: {missing}", path=index)
-        return files
-    if os.path.isfile(os.path.join(path, SINGLE_FILE)):
-        return [os.path.join(path, SINGLE_FILE)]
-    files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".safetensors"))
+    shards = index_shards(path)
+    if shards is not None:
+        return shards
+    names = [SINGLE_FILE] if os.path.lexists(os.path.join(path, SINGLE_FILE)) else sorted(
+        f for f in os.listdir(path) if f.endswith(".safetensors"))
+    files = [file_in_folder(path, name, CheckpointError, "the checkpoint file", path=os.path.join(path, name))
+             for name in names]
     if not files:
         raise CheckpointError(f"weights={path!r}: the folder holds no safetensors file", path=path)
     return files

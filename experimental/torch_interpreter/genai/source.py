@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import torch
 
 from ..checkpoint import empty_weights
-from ..errors import GenAIError
+from ..checkpoint.source import index_shards
+from ..errors import CheckpointError, GenAIError
 from .inputs import cache_argument
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,10 @@ def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code:
     if not os.path.exists(os.path.join(folder, "config.json")):
         raise GenAIError(f"{folder!r} has no config.json: it is not a folder written by save_pretrained "
                          f"(it holds {sorted(os.listdir(folder))[:8]})")
+    try:  # transformers joins the index's shard names to the folder: '../x' or an absolute name reads elsewhere
+        index_shards(folder)
+    except CheckpointError as e:
+        raise GenAIError(str(e)) from e
     try:
         config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
     except (ValueError, KeyError, OSError) as e:

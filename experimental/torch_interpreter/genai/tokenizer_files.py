@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import stat
 from typing import Any
 
+from ..checkpoint.folder_files import file_in_folder
 from ..errors import GenAIError
 
 logger = logging.getLogger(__name__)
@@ -40,23 +40,7 @@ def _inside(folder: str, name: str) -> str | None:
     """The path of ``folder``'s file ``name`` when it is there, a regular file of at most
     :data:`MAX_TOKENIZER_BYTES` whose resolved path stays in the folder; None when absent; else
     :class:`~experimental.torch_interpreter.GenAIError` (a link out of the folder, a FIFO, a device, a folder)."""
-    path = os.path.join(folder, name)
-    if not os.path.lexists(path):
-        return None
-    root, real = os.path.realpath(folder), os.path.realpath(path)
-    if os.path.commonpath([root, real]) != root:
-        raise GenAIError(f"the tokenizer file {path!r} leads out of the folder (to {real!r}): it is not copied "
-                         "into the package; copy the file itself into the folder")
-    try:
-        info = os.stat(real)
-    except OSError as e:  # a dangling link
-        raise GenAIError(f"the tokenizer file {path!r} cannot be read: {e}") from e
-    if not stat.S_ISREG(info.st_mode):
-        raise GenAIError(f"the tokenizer file {path!r} is not a regular file (a FIFO, a device or a folder)")
-    if info.st_size > MAX_TOKENIZER_BYTES:
-        raise GenAIError(f"the tokenizer file {path!r} holds {info.st_size} bytes, more than {MAX_TOKENIZER_BYTES}: "
-                         "no tokenizer is that large")
-    return real
+    return file_in_folder(folder, name, GenAIError, "the tokenizer file", MAX_TOKENIZER_BYTES)
 
 
 def write_tokenizer(folder: str | None, tokenizer: Any, target: str) -> list[str]:
