@@ -7,13 +7,15 @@ gives the model with its external data read from its own folder only (:mod:`.ten
 
 from __future__ import annotations
 
+import mmap
 import os
 from typing import Any
 
 import onnx
 import onnx_ir as ir
 
-from .tensor_data import check_declared_sizes, inline_external_data, model_tensors as _tensors
+from ..errors import MalformedModelError
+from .tensor_data import check_declared_sizes, function_default_tensors, inline_external_data, model_tensors as _tensors
 
 #: what the sessions accept as a model
 Model = str | os.PathLike | bytes | onnx.ModelProto | ir.Model
@@ -36,6 +38,32 @@ def serialized(model: Any) -> str | bytes:
     if isinstance(model, bytes):
         return model
     raise TypeError(f"InferenceSession takes a path, bytes, onnx.ModelProto or onnx_ir.Model, not {type(model)}")
+
+
+def refuse_external_function_defaults(model: Any) -> None:
+    """Raises :class:`~experimental.torch_interpreter.errors.MalformedModelError` when a local function's attribute
+    default is stored in an external file: onnxruntime resolves that file against the *working directory*, not the
+    model's folder (the exporter never writes one). A path is parsed only when its bytes mention external data.
+
+    >>> refuse_external_function_defaults(onnx.helper.make_model(onnx.helper.make_graph([], "g", [], [])))
+    """
+    if isinstance(model, (str, os.PathLike)):
+        try:
+            with open(model, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                if data.find(b"location") < 0:
+                    return
+        except (OSError, ValueError):  # missing or empty file: onnxruntime says what is wrong
+            return
+    elif isinstance(model, bytes) and b"location" not in model:
+        return
+    if isinstance(model, ir.Model):
+        return  # built in this process: its functions' defaults are in memory
+    proto = load(model, external_data=False)
+    for tensor, what in function_default_tensors(proto):
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            raise MalformedModelError(
+                f"{what}: its data lies in an external file, which onnxruntime would read from the working "
+                "directory, not the model's folder; store the default in the model")
 
 
 def load(model: Any, external_data: bool = True) -> onnx.ModelProto:

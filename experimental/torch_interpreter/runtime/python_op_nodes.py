@@ -65,14 +65,15 @@ def has_python_ops(model: Any) -> bool:
     False
     """
     if isinstance(model, ir.Model):
+        graphs = [model.graph, *model.functions.values()]
         return any(
             n.op_type in (OP_TYPE, GRAD_OP_TYPE) and n.domain == DOMAIN
-            for n in ir.traversal.RecursiveGraphIterator(model.graph)
+            for g in graphs for n in ir.traversal.RecursiveGraphIterator(g)
         )
     if isinstance(model, onnx.ModelProto):
-        return graph_has_python_op(model.graph)
+        return _proto_has_python_op(model)
     if isinstance(model, bytes):
-        return OP_TYPE.encode() in model and graph_has_python_op(load(model).graph)
+        return OP_TYPE.encode() in model and _proto_has_python_op(load(model))
     if isinstance(model, (str, os.PathLike)):
         try:
             with open(model, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -80,8 +81,15 @@ def has_python_ops(model: Any) -> bool:
                     return False
         except (OSError, ValueError):  # missing or empty file: onnxruntime says what is wrong
             return False
-        return graph_has_python_op(load(model, external_data=False).graph)
+        return _proto_has_python_op(load(model, external_data=False))
     return False
+
+
+def _proto_has_python_op(model: onnx.ModelProto) -> bool:
+    """The main graph or a local function (a PythonOp there ran in plain onnxruntime: a raw error)."""
+    return graph_has_python_op(model.graph) or any(
+        is_python_op(n) or any(graph_has_python_op(g) for g in subgraphs(n)) for f in model.functions for n in f.node
+    )
 
 
 def _python_ops_in(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:

@@ -26,7 +26,7 @@ from ..providers import decode as decode_providers
 from ..providers import not_made_for
 from .feeds import FeedChecks
 from .guards import SizeChecks
-from .model_loading import Model, serialized
+from .model_loading import Model, refuse_external_function_defaults, serialized
 from .ort_values import CPU, CUDA, default_providers, feed_to_ortvalue, ortvalue_to_numpy, ortvalue_to_torch
 
 logger = logging.getLogger(__name__)
@@ -96,6 +96,7 @@ class OrtSession:
         providers: Sequence[str] | None = None,
         sess_options: ort.SessionOptions | None = None,
     ):
+        refuse_external_function_defaults(model)
         content = serialized(model)
         chosen = list(providers) if providers is not None else default_providers()
         try:

@@ -37,35 +37,51 @@ def _graph_tensors(graph: onnx.GraphProto, where: str) -> Iterator[tuple[onnx.Te
     yield from _node_tensors(graph.node, where)
 
 
+def _attribute_tensors(a: onnx.AttributeProto, name: str) -> Iterator[tuple[onnx.TensorProto, str]]:
+    if a.HasField("t"):
+        yield a.t, name
+    yield from ((t, name) for t in a.tensors)
+    sparse = [a.sparse_tensor] if a.HasField("sparse_tensor") else []
+    for s in [*sparse, *a.sparse_tensors]:
+        yield s.values, f"{name} (values)"
+        yield s.indices, f"{name} (indices)"
+    if a.HasField("g"):
+        yield from _graph_tensors(a.g, f"the body {a.g.name!r}")
+    for g in a.graphs:
+        yield from _graph_tensors(g, f"the body {g.name!r}")
+
+
 def _node_tensors(nodes: Iterator[onnx.NodeProto], where: str) -> Iterator[tuple[onnx.TensorProto, str]]:
     for node in nodes:
         at = f"attribute {{}} of node {node.name!r} ({node.op_type}) in {where}"
         for a in node.attribute:
-            name = at.format(repr(a.name))
-            if a.HasField("t"):
-                yield a.t, name
-            yield from ((t, name) for t in a.tensors)
-            sparse = [a.sparse_tensor] if a.HasField("sparse_tensor") else []
-            for s in [*sparse, *a.sparse_tensors]:
-                yield s.values, f"{name} (values)"
-                yield s.indices, f"{name} (indices)"
-            if a.HasField("g"):
-                yield from _graph_tensors(a.g, f"the body {a.g.name!r}")
-            for g in a.graphs:
-                yield from _graph_tensors(g, f"the body {g.name!r}")
+            yield from _attribute_tensors(a, at.format(repr(a.name)))
 
 
 def model_tensors(model: onnx.ModelProto) -> Iterator[tuple[onnx.TensorProto, str]]:
     """Every tensor of ``model`` with a description: initializers, sparse initializers, tensors held by node
-    attributes (``Constant``'s ``value`` and ``sparse_value``...), in bodies and local functions.
+    attributes (``Constant``'s ``value`` and ``sparse_value``...), in bodies and local functions, and the defaults
+    of local functions' attributes (``FunctionProto.attribute_proto``).
 
     >>> node = onnx.helper.make_node("Constant", [], ["c"], value=onnx.helper.make_tensor("c", 7, [], [3]))
     >>> [w for _, w in model_tensors(onnx.helper.make_model(onnx.helper.make_graph([node], "g", [], [])))]
     ["attribute 'value' of node '' (Constant) in the graph"]
     """
     yield from _graph_tensors(model.graph, "the graph")
+    yield from function_default_tensors(model)
     for f in model.functions:
         yield from _node_tensors(f.node, f"the function {f.name!r}")
+
+
+def function_default_tensors(model: onnx.ModelProto) -> Iterator[tuple[onnx.TensorProto, str]]:
+    """The tensors of the defaults of local functions' attributes (``FunctionProto.attribute_proto``).
+
+    >>> list(function_default_tensors(onnx.helper.make_model(onnx.helper.make_graph([], "g", [], []))))
+    []
+    """
+    for f in model.functions:
+        for a in f.attribute_proto:
+            yield from _attribute_tensors(a, f"the default of attribute {a.name!r} of the function {f.name!r}")
 
 
 def _dtype(tensor: onnx.TensorProto, what: str) -> ir.DataType:
