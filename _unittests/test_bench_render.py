@@ -95,3 +95,23 @@ def test_sweep_page_opens_with_figure_and_short_table(zoo, tmp_path):
     assert "ok, 10 nodes, 1.5 s" in page and "\ncausal-lm\n~~~~~~~~~\n" in page
     assert "to_onnx: 3 ok / 3" in summary
     plt.close("all")
+
+
+def test_vision_zoo_page():
+    """The vision zoo page from stored results: totals, ratios on the models both convert, one row per model,
+    failures as literals (a message with ``*`` or a trailing ``_`` would be markup), the command."""
+    vision = _load("vision_zoo")
+    results = [
+        {"model": "resnet18", "params_m": 11.7, "ours": {"ok": True, "nodes": 58, "export_s": 2.0, "latency_ms": 10.0},
+         "official": {"ok": True, "nodes": 49, "export_s": 6.0, "latency_ms": 10.0}},
+        {"model": "raft_small", "params_m": 1.0, "ours": {"ok": True, "nodes": 2317, "export_s": 30.0,
+                                                          "latency_ms": 500.0},
+         "official": {"ok": False, "error": "GuardOnDataDependentSymNode: Eq(4*u1, 0) in foo_", "export_s": 3.0}},
+        {"model": "vit_h_14", "params_m": 632.0, "skipped": "above 100 M parameters"},
+    ]
+    page = vision.render_rst(results, "python benchmarks/vision_zoo.py --max-params 100")
+    assert "* ok: ours 2, official 1 of 3" in page
+    assert "nodes ours / official on the 1 both convert: geometric mean 1.18" in page
+    assert "``official: GuardOnDataDependentSymNode: Eq(4*u1, 0) in foo_``" in page
+    assert "     - 58 / 49" in page and "above 100 M parameters" in page
+    assert page.rstrip().endswith("python benchmarks/vision_zoo.py --max-params 100")
