@@ -70,6 +70,18 @@ def test_node_metadata_and_names():
     assert "lin.weight" in {i.name for i in onx.graph.initializer}
 
 
+def test_node_sources_hold_no_path_of_this_machine(monkeypatch, tmp_path):
+    """The source of each node names a library's file from its package folder on and the user's file relative to
+    the working directory, or by its name from elsewhere: a model shipped to others (a GenAI package) carried 38
+    absolute paths of the exporting machine (its home folder, its Python installation)."""
+    monkeypatch.chdir(tmp_path)  # the test file is then outside the working directory
+    linear = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.GELU())
+    onx = to_onnx(linear, (torch.randn(2, 4),))
+    sources = [p.value for n in onx.graph.node for p in n.metadata_props if p.key == "pkg.torch.source"]
+    assert sources and not any(v.startswith("/") or os.sep + "site-packages" in v for v in sources), sources
+    assert any(v.startswith("torch/nn/modules/") for v in sources), sources
+
+
 def test_save_with_external_data(tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU()).eval()
     target = tmp_path / "big.onnx"

@@ -80,8 +80,31 @@ def target_key(target: Any) -> str:
     return f"{module}::{name}" if module else name
 
 
-def source_line(node: torch.fx.Node) -> str:
-    """The innermost frame outside torch that created ``node``, as ``file:line in func: code``.
+def portable_path(path: str) -> str:
+    """``path`` without what only the exporting machine has: a file of an installed package from the package's
+    folder on (``transformers/models/llama/modeling_llama.py``), a file below the working directory relative to
+    it, any other absolute path by its name alone (a model shipped elsewhere carries no home folders).
+
+    >>> portable_path("/home/a/.venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py")
+    'transformers/models/llama/modeling_llama.py'
+    >>> portable_path("/somewhere/else/model.py")
+    'model.py'
+    """
+    normalized = path.replace("\\", "/")
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in normalized:
+            return normalized.rsplit(marker, 1)[1]
+    if not os.path.isabs(path):
+        return path
+    here = os.getcwd()
+    if os.path.commonpath([here, os.path.abspath(path)]) == here:
+        return os.path.relpath(path, here)
+    return os.path.basename(path)
+
+
+def source_line(node: torch.fx.Node, portable: bool = False) -> str:
+    """The innermost frame outside torch that created ``node``, as ``file:line in func: code``; ``portable``
+    writes the file as :func:`portable_path` does (for what is saved in a model).
 
     Returns ``"<unknown source>"`` when the exporter recorded no stack trace.
     """
@@ -93,7 +116,8 @@ def source_line(node: torch.fx.Node) -> str:
         return trace.strip().splitlines()[-1]
     user = [f for f in frames if not f["file"].startswith((_TORCH_DIR, "<eval_with_key>"))]
     last = (user or frames)[-1]
-    return f"{last['file']}:{last['line']} in {last['func']}: {last['code'].strip()}"
+    file = portable_path(last["file"]) if portable else last["file"]
+    return f"{file}:{last['line']} in {last['func']}: {last['code'].strip()}"
 
 
 def module_scope(node: torch.fx.Node) -> str:
@@ -115,7 +139,7 @@ def node_metadata(node: torch.fx.Node) -> dict[str, str]:
     if scope:
         meta[FX_MODULE_SCOPE] = scope
     if node.meta.get("stack_trace"):
-        meta[FX_SOURCE] = source_line(node)
+        meta[FX_SOURCE] = source_line(node, portable=True)
     return meta
 
 
