@@ -65,15 +65,49 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, StoredTensor]:
             if length is None or length > min(MAX_HEADER_BYTES, size - 8):
                 raise CheckpointError(f"{path!r} is not a safetensors file (no header of a possible length)",
                                       path=path)
-            header = json.loads(f.read(length))
+            header = json.loads(f.read(length), object_pairs_hook=_no_duplicates)
     except OSError as e:
         raise CheckpointError(f"cannot read the checkpoint file {path!r}: {e.strerror or e}", path=path) from e
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{path!r} is not a safetensors file (its header is not JSON: {e})", path=path) from e
+    except _Duplicate as e:
+        raise CheckpointError(f"{path!r} is not a safetensors file: its header names {str(e)!r} twice", path=path,
+                              tensor=str(e)) from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path!r} is not a safetensors file (its header is not a JSON object)", path=path)
     start = 8 + length
-    return {name: _entry(path, name, info, start, size) for name, info in header.items() if name != "__metadata__"}
+    entries = {name: _entry(path, name, info, start, size) for name, info in header.items() if name != "__metadata__"}
+    _check_contiguous(path, entries, start, size)
+    return entries
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Duplicate(key)
+        seen[key] = value
+    return seen
+
+
+def _check_contiguous(path: str, entries: dict[str, StoredTensor], start: int, size: int) -> None:
+    """As safetensors validates a header: the tensors' bytes follow each other from the start of the data, none
+    overlapping another, and end where the file does (two names on the same bytes would alias two weights)."""
+    end = 0
+    for entry in sorted(entries.values(), key=lambda e: (e.offset, e.length)):
+        begin = entry.offset - start
+        if begin != end:
+            why = "overlap the previous tensor's" if begin < end else f"leave a gap of {begin - end} bytes before them"
+            raise CheckpointError(f"tensor {entry.name!r} of {path!r}: its bytes {why} (safetensors refuses such a "
+                                  "header)", tensor=entry.name, path=path)
+        end = begin + entry.length
+    if end != size - start:
+        raise CheckpointError(f"{path!r}: {size - start - end} bytes after the last tensor's (safetensors refuses such "
+                              "a file)", path=path)
 
 
 def _entry(path: str, name: str, info: object, start: int, size: int) -> StoredTensor:
