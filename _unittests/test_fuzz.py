@@ -149,7 +149,10 @@ def test_bfloat16_linear_rounds_once():
 
 
 def test_gelu_of_infinity_is_float64s():
-    """PyTorch's float32 CPU ``gelu(+inf)`` is NaN (its vectorized erf), float64's is ``+inf``: onnxruntime's
-    ``+inf`` is float64's answer, ``precision`` (seed 70535 was a mismatch)."""
+    """PyTorch's float32 CPU ``gelu(+inf)`` is NaN with AVX-512's vectorized erf, ``+inf`` with AVX2's and in
+    float64: onnxruntime's ``+inf`` is float64's answer, ``precision`` where eager gives NaN (seed 70535 was a
+    mismatch on an AVX-512 machine), a plain ``match`` where eager gives ``+inf``."""
+    eager = torch.nn.functional.gelu(torch.full((64,), float("inf")))
+    expected = "match" if bool(torch.isinf(eager).all()) else "precision"
     outcome = run_program(generate(RandomChooser(70535)))
-    assert outcome.kind == "precision", f"{outcome.kind}: {outcome.detail}"
+    assert outcome.kind == expected, f"{outcome.kind} (eager's gelu(+inf): {eager[0].item()}): {outcome.detail}"
