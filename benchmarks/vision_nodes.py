@@ -27,6 +27,7 @@ import torch
 import torchvision
 
 from experimental.torch_interpreter import to_onnx
+from experimental.torch_interpreter.testing.check import count_nodes
 
 MODELS = ("resnet18", "squeezenet1_0", "googlenet", "mobilenet_v3_small", "densenet121", "efficientnet_b0")
 
@@ -36,16 +37,6 @@ def build(name: str) -> torch.nn.Module:
     torch.manual_seed(0)
     extra = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
     return getattr(torchvision.models, name)(weights=None, **extra).eval()
-
-
-def count(graph: onnx.GraphProto) -> int:
-    """Nodes of ``graph`` and of every subgraph its nodes hold (If branches, Loop bodies)."""
-    total = 0
-    for node in graph.node:
-        total += 1
-        for attr in node.attribute:
-            total += sum(count(g) for g in ([attr.g] if attr.HasField("g") else list(attr.graphs)))
-    return total
 
 
 def max_diff(onx: onnx.ModelProto, model: torch.nn.Module, image: torch.Tensor) -> float:
@@ -74,9 +65,9 @@ def measure(name: str, sizes: list[tuple[int, ...]]) -> dict:
         t_official = time.perf_counter() - begin
     return {
         "model": name,
-        "ours": count(ours.graph), "ours top": len(ours.graph.node),
-        "cuda": count(for_cuda.graph), "cuda top": len(for_cuda.graph.node),
-        "official": count(official.graph), "official top": len(official.graph.node),
+        "ours": count_nodes(ours.graph), "ours top": len(ours.graph.node),
+        "cuda": count_nodes(for_cuda.graph), "cuda top": len(for_cuda.graph.node),
+        "official": count_nodes(official.graph), "official top": len(official.graph.node),
         "ours s": t_ours, "official s": t_official,
         "ours diff": [max_diff(ours, model, x) for x in images],
         "official diff": [max_diff(official, model, x) for x in images],

@@ -78,15 +78,6 @@ def _feeds(sess: Any, inputs: list, torch: Any) -> dict:
     return dict(zip([i.name for i in sess.get_inputs()], _flat(inputs, torch)))
 
 
-def _count(graph: Any) -> int:
-    total = 0
-    for node in graph.node:
-        total += 1
-        for attr in node.attribute:
-            total += sum(_count(g) for g in ([attr.g] if attr.HasField("g") else list(attr.graphs)))
-    return total
-
-
 def _run(onx: Any, model: Any, sets: list[list], torch: Any) -> dict:
     """Errors relative to the largest eager value at each input set, the latency on the first."""
     import numpy as np
@@ -128,6 +119,7 @@ def one(name: str) -> dict:
     from torchvision.models import get_model, get_model_builder
 
     from experimental.torch_interpreter import bypass_export_some_errors, to_onnx
+    from experimental.torch_interpreter.testing.check import count_nodes
 
     logging.getLogger("torch.fx.experimental.symbolic_shapes").setLevel(logging.ERROR)
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
@@ -161,7 +153,7 @@ def one(name: str) -> dict:
             seconds = time.perf_counter() - begin
             run = _run(onx, model, [example, second], torch)
             ok = all(e <= TOL for e in run["errors"])
-            result[exporter] = {"ok": ok, "nodes": _count(onx.graph), "export_s": seconds, **run}
+            result[exporter] = {"ok": ok, "nodes": count_nodes(onx.graph), "export_s": seconds, **run}
             if not ok:
                 result[exporter]["error"] = f"differs from eager: {run['errors']}"
         except Exception as e:  # noqa: BLE001  (the failure is the result)

@@ -84,6 +84,22 @@ def op_types(onx: onnx.ModelProto) -> list[str]:
     return [n.op_type for n in onx.graph.node]
 
 
+def count_nodes(graph: onnx.GraphProto) -> int:
+    """Nodes of ``graph`` and of every subgraph its nodes hold (If branches, Loop and Scan bodies).
+
+    >>> branch = onnx.helper.make_graph([onnx.helper.make_node("Relu", ["x"], ["y"])], "b", [], [])
+    >>> node = onnx.helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)
+    >>> count_nodes(onnx.helper.make_graph([node], "g", [], []))
+    3
+    """
+    total = 0
+    for node in graph.node:
+        total += 1
+        for attr in node.attribute:
+            total += sum(count_nodes(g) for g in ([attr.g] if attr.HasField("g") else list(attr.graphs)))
+    return total
+
+
 class Fn(torch.nn.Module):
     """Wraps a function of tensors into a module, for one-op tests: ``Fn(lambda x: x.relu())``.
     Its inputs are positional: ``dynamic_shapes`` takes one entry per tensor, ``({0: "batch"},)``."""
