@@ -135,3 +135,40 @@ def test_cli_genai_takes_the_builders_spelling(monkeypatch, capsys):
             main(argv)
         assert info.value.code == 2
     assert "given twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("family", ["llama", "bert"])
+def test_cli_export_transformers_folder(tmp_path, family):
+    """``export FOLDER -o model.onnx`` for a folder save_pretrained wrote (what ``optimum-cli export onnx`` users
+    expect): a causal LM without cache and a BERT classifier, batch and sequence dynamic, equal to eager through
+    onnxruntime at another batch and sequence."""
+    import transformers
+
+    folder = tmp_path / family
+    if family == "llama":
+        from experimental.torch_interpreter.genai.tiny import write_random_causal_lm
+
+        write_random_causal_lm("llama", str(folder))
+    else:
+        torch.manual_seed(0)
+        config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                         intermediate_size=64, num_labels=3)
+        transformers.BertForSequenceClassification(config).save_pretrained(str(folder))
+    out = tmp_path / "model.onnx"
+    assert main(["export", str(folder), "-o", str(out)]) == 0
+    model = getattr(transformers, transformers.AutoConfig.from_pretrained(str(folder)).architectures[0])
+    model = model.from_pretrained(str(folder)).eval()
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
+    assert {"input_ids", "attention_mask"} <= names
+    ids = torch.randint(0, 100, (3, 5), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(3, 5, dtype=torch.int64)
+    feeds = {k: v.numpy() for k, v in {"input_ids": ids, "attention_mask": mask}.items() if k in names}
+    with torch.no_grad():
+        expected = model(input_ids=ids, attention_mask=mask).logits.numpy()
+    np.testing.assert_allclose(sess.run(None, feeds)[0], expected, atol=1e-4, rtol=1e-4)
+
+
+def test_cli_export_folder_without_config(tmp_path, capsys):
+    assert main(["export", str(tmp_path)]) == 1
+    assert "has no config.json" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """Command line: ``python -m experimental.torch_interpreter`` (console script ``aten2onnx``).
 
-``export FILE.py:factory`` converts the model a factory returns, ``compare FILE.py:factory`` runs
+``export FILE.py:factory`` converts the model a factory returns (``export FOLDER`` the transformers model of a
+folder ``save_pretrained`` wrote), ``compare FILE.py:factory`` runs
 :func:`~experimental.torch_interpreter.find_discrepancies` on it, ``genai MODEL_FOLDER OUT_FOLDER`` writes an
 onnxruntime-genai package (:func:`~experimental.torch_interpreter.export_genai`). The factory is a function without
 arguments returning ``model``, ``(model, args)``, ``(model, args, kwargs)`` or
@@ -85,6 +86,58 @@ def load_factory(spec: str) -> tuple[torch.nn.Module, tuple, dict, Any]:
     return model, tuple(args or ()), dict(kwargs or {}), dynamic_shapes
 
 
+def load_folder(folder: str) -> tuple[torch.nn.Module, tuple, dict, Any]:
+    """The transformers model of ``folder`` (written by ``save_pretrained``: ``config.json`` naming its class in
+    ``architectures``, the weights) in eval mode, with example inputs of batch 2 and sequence 8 for the inputs its
+    ``forward`` takes (``input_ids``, ``attention_mask``, ``pixel_values``, ``decoder_input_ids``); no cache
+    (``use_cache=False``: the ``genai`` command writes a decoder with its cache). The dynamic shapes are the usual
+    ones :func:`~experimental.torch_interpreter.to_onnx` picks for a transformers model. The folder's own code is
+    never run (``trust_remote_code=False``).
+
+    >>> load_folder("no/such/folder")
+    Traceback (most recent call last):
+        ...
+    experimental.torch_interpreter.errors.InvalidModelError: 'no/such/folder' has no config.json: ...
+    """
+    import inspect
+
+    import transformers
+
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        raise InvalidModelError(f"{folder!r} has no config.json: export takes FILE.py:factory or a folder written "
+                                "by save_pretrained")
+    try:
+        config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=False)
+    except (ValueError, KeyError, OSError) as e:
+        raise InvalidModelError(f"transformers cannot read {folder}/config.json: {e}") from e
+    names = list(getattr(config, "architectures", None) or [])
+    cls = getattr(transformers, names[0], None) if names else None
+    if cls is None:
+        raise InvalidModelError(f"{folder}/config.json names the architectures {names}: transformers has no such "
+                                "class (code of the folder's own is not run)")
+    model = cls.from_pretrained(folder, trust_remote_code=False).eval()
+    takes = inspect.signature(model.forward).parameters
+    generator = torch.Generator().manual_seed(0)
+    vocab = int(getattr(config, "vocab_size", None) or 100)
+    kwargs: dict[str, Any] = {}
+    if "input_ids" in takes:
+        kwargs["input_ids"] = torch.randint(0, vocab, (2, 8), generator=generator)
+        if "attention_mask" in takes:
+            kwargs["attention_mask"] = torch.ones(2, 8, dtype=torch.int64)
+    if "pixel_values" in takes:
+        size = getattr(config, "image_size", 224)
+        size = tuple(size) if isinstance(size, (list, tuple)) else (size, size)
+        kwargs["pixel_values"] = torch.rand(2, getattr(config, "num_channels", 3), *size, generator=generator)
+    if "decoder_input_ids" in takes and getattr(config, "is_encoder_decoder", False):
+        kwargs["decoder_input_ids"] = torch.randint(0, vocab, (2, 4), generator=generator)
+    if not kwargs:
+        raise InvalidModelError(f"{type(model).__name__}.forward takes none of input_ids, pixel_values: write a "
+                                "factory (FILE.py:factory) giving its inputs")
+    if "use_cache" in takes:
+        kwargs["use_cache"] = False
+    return model, (), kwargs, None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m experimental.torch_interpreter",
@@ -95,10 +148,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     export = sub.add_parser(
-        "export", help="export the model a factory returns", epilog=EPILOG,
+        "export", help="export the model a factory returns, or a transformers folder", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    export.add_argument("factory", help="FILE.py:function returning model, args, kwargs, dynamic_shapes")
+    export.add_argument("factory", help="FILE.py:function returning model, args, kwargs, dynamic_shapes; or a "
+                        "folder written by save_pretrained (config.json and weights; inputs of batch 2, sequence 8, "
+                        "batch and sequence dynamic, no cache)")
     export.add_argument("-o", "--output", default="model.onnx", help="ONNX file to write (default: model.onnx)")
     export.add_argument("--verify", action="store_true",
                         help="run onnxruntime on the factory's inputs and compare every FX node with PyTorch; "
@@ -170,7 +225,8 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _export(ns: argparse.Namespace) -> int:
-    model, args, kwargs, dynamic_shapes = load_factory(ns.factory)
+    load = load_folder if os.path.isdir(ns.factory) else load_factory
+    model, args, kwargs, dynamic_shapes = load(ns.factory)
     report = ExportReport()
     output = os.path.join(ns.dump, os.path.basename(ns.output)) if ns.dump and ns.output == "model.onnx" else ns.output
     try:
