@@ -216,7 +216,7 @@ def _table(results: list[dict]) -> str:
     return "\n".join(rows)
 
 
-def render_rst(results: list[dict], command: str) -> str:
+def render_rst(results: list[dict], command: str, note: str = "") -> str:
     """The docs page of the zoo: a sentence of totals, one row per model (ok both ways, nodes, export seconds,
     latency, the failure), the command that made it."""
     summary = _table(results).split("\n\n", 1)[1].splitlines()
@@ -245,7 +245,8 @@ def render_rst(results: list[dict], command: str) -> str:
         lines.append(f"   * - {cells[0]}")
         cells[-1] = f"``{cells[-1].replace('`', '')}``" if cells[-1] else ""  # literal: no markup in messages
         lines += [f"     - {c}" if c else "     -" for c in cells[1:]]
-    lines += ["", "Nodes, export time and latency read ``to_onnx / official``. Made by::", "", f"    {command}", ""]
+    lines += ["", "Nodes, export time and latency read ``to_onnx / official``." + (f" {note}" if note else ""),
+              "Made by::", "", f"    {command}", ""]
     return "\n".join(lines)
 
 
@@ -257,6 +258,8 @@ def main() -> None:
     parser.add_argument("--json", default="", help="write the results there too")
     parser.add_argument("--rst", default="", help="write the docs page (reStructuredText) there")
     parser.add_argument("--render-only", action="store_true", help="only render --json's stored results as --rst")
+    parser.add_argument("--command", default="", help="with --render-only: the command that made the results")
+    parser.add_argument("--note", default="", help="a sentence added under the table")
     parser.add_argument("--one", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -267,7 +270,7 @@ def main() -> None:
         with open(args.json, encoding="utf-8") as f:
             results = json.load(f)
         with open(args.rst, "w", encoding="utf-8") as f:
-            f.write(render_rst(results, command.replace(" --render-only", "")))
+            f.write(render_rst(results, args.command or command, args.note))
         return
     results = []
     for name in _names(args):
@@ -290,7 +293,7 @@ def main() -> None:
     print(_table(results))
     if args.rst:
         with open(args.rst, "w", encoding="utf-8") as f:
-            f.write(render_rst(results, command))
+            f.write(render_rst(results, command, args.note))
 
 
 def _params(name: str) -> float:
