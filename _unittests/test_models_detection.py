@@ -125,6 +125,7 @@ def test_fasterrcnn_mobilenet_dynamic_size(tmp_path):
         metadata.CAPTURE_PATCHES].splitlines()
 
 
+@pytest.mark.heavy
 def test_fasterrcnn_mobilenet_no_detection(tmp_path):
     model = build("fasterrcnn_mobilenet_v3_large_fpn", score_thresh=1.0)
     found = compare(model, export(model, tmp_path), SIZES[:2])
@@ -234,3 +235,12 @@ def test_ssd300_dynamic_size(tmp_path):
             parameter.mul_(0.05)
     found = compare(model, export(model, tmp_path), SIZES, tol=1e-2)
     assert all(len(f) == 200 for f in found)
+
+
+def test_ssd300_no_detection(tmp_path):
+    """No score above the threshold: empty boxes, labels and scores at every image size (a 5-second export; the
+    two-stage models' zero-detection tests are marked heavy)."""
+    torch.manual_seed(0)
+    model = detection.ssd300_vgg16(weights=None, weights_backbone=None, num_classes=3, score_thresh=1.0).eval()
+    found = compare(model, export(model, tmp_path), SIZES[:2])
+    assert all(f.shape == (0, 6) for f in found)
