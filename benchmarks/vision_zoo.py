@@ -203,7 +203,9 @@ def _table(results: list[dict]) -> str:
     ours = sum(bool(r.get("ours", {}).get("ok")) for r in results)
     official = sum(bool(r.get("official", {}).get("ok")) for r in results)
     rows.append("")
-    rows.append(f"ok: ours {ours}, official {official} of {len(results)}; official ok and ours not: "
+    run = sum("skipped" not in r for r in results)
+    rows.append(f"ok: ours {ours}, official {official} of the {run} run ({len(results) - run} skipped); "
+                "official ok and ours not: "
                 f"{[r['model'] for r in results if r.get('official', {}).get('ok') and not r.get('ours', {}).get('ok')]}")
     if both:
         import math
