@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -103,3 +104,24 @@ def build_trace_rules() -> None:
 
 def is_patched(owner: Any, name: str) -> bool:
     return getattr(getattr(owner, name, None), _MARK, False)
+
+
+def imported_owner(module: str, cls: str | None = None) -> Any:
+    """The module ``module`` if it is imported (its class ``cls`` when given), else None: a patch of a library
+    applies only to what the model's code already imported.
+
+    >>> imported_owner("no_such_module_here") is None, imported_owner("sys") is sys
+    (True, True)
+    """
+    owner = sys.modules.get(module)
+    return getattr(owner, cls, None) if owner is not None and cls else owner
+
+
+def attribute_needed(module: str, name: str, cls: str | None = None) -> bool:
+    """Whether ``module.name`` (``module.cls.name``) is imported, exists and is not patched already.
+
+    >>> attribute_needed("no_such_module_here", "f"), attribute_needed("sys", "getrecursionlimit")
+    (False, True)
+    """
+    owner = imported_owner(module, cls)
+    return owner is not None and hasattr(owner, name) and not is_patched(owner, name)

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from .base import Patch, Undo, is_patched, replace_attribute
+from .base import Patch, Undo, attribute_needed, replace_attribute
 
 _BOXES = "torchvision.ops.boxes"
 _OPS = "torchvision.ops"
@@ -87,18 +87,13 @@ def multiscale_roi_align(
     return result
 
 
-def _needed(module: str, name: str) -> bool:
-    owner = sys.modules.get(module)
-    return owner is not None and hasattr(owner, name) and not is_patched(owner, name)
-
-
 def _replace(modules: tuple[str, ...], name: str, new: Callable) -> Undo:
     """Replaces ``name`` in each of ``modules`` already imported (torchvision re-exports its functions)."""
     undo: list[Undo] = []
     for module in modules:
-        owner = sys.modules.get(module)
-        if owner is None or not hasattr(owner, name) or is_patched(owner, name):
+        if not attribute_needed(module, name):
             continue
+        owner = sys.modules[module]
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             return new(*args, **kwargs)
@@ -120,7 +115,7 @@ PATCHES: list[Patch] = [
         replaces="torchvision.ops.boxes.batched_nms (and torchvision.ops.batched_nms)",
         fixes="`Could not guard on data-dependent expression Eq(4*u1, 0)` in `_batched_nms_coordinate_trick`",
         versions="torchvision 0.28",
-        needed=lambda: _needed(_BOXES, "batched_nms"),
+        needed=lambda: attribute_needed(_BOXES, "batched_nms"),
         apply=lambda: _replace((_BOXES, _OPS), "batched_nms", batched_nms),
     ),
     Patch(
@@ -129,7 +124,7 @@ PATCHES: list[Patch] = [
         replaces="torchvision.ops.poolers._multiscale_roi_align",
         fixes="`Could not extract specialized integer from data-dependent expression Min(1000, u2)` (`len(rois)`)",
         versions="torchvision 0.28",
-        needed=lambda: _needed(_POOLERS, "_multiscale_roi_align"),
+        needed=lambda: attribute_needed(_POOLERS, "_multiscale_roi_align"),
         apply=lambda: _replace((_POOLERS,), "_multiscale_roi_align", multiscale_roi_align),
     ),
 ]

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .base import Patch, Undo, is_patched, replace_attribute
+from .base import Patch, Undo, attribute_needed, replace_attribute
 
 _TRANSFORM = "torchvision.models.detection.transform"
 
@@ -139,13 +139,6 @@ def _patch_paste_masks() -> Undo:
     return replace_attribute(sys.modules[_TRANSFORM], "paste_masks_in_image", paste)
 
 
-def _needed(name: str, cls: str | None = None) -> bool:
-    owner = sys.modules.get(_TRANSFORM)
-    if owner is not None and cls is not None:
-        owner = getattr(owner, cls, None)
-    return owner is not None and hasattr(owner, name) and not is_patched(owner, name)
-
-
 PATCHES: list[Patch] = [
     Patch(
         name="detection images resized with symbolic sizes",
@@ -153,7 +146,7 @@ PATCHES: list[Patch] = [
         replaces="torchvision.models.detection.transform._resize_image_and_masks",
         fixes="a dynamic height or width specialized to the example's (`min`, `float` of the sizes)",
         versions="torchvision 0.28",
-        needed=lambda: _needed("_resize_image_and_masks"),
+        needed=lambda: attribute_needed(_TRANSFORM, "_resize_image_and_masks"),
         apply=_patch_resize,
     ),
     Patch(
@@ -162,7 +155,7 @@ PATCHES: list[Patch] = [
         replaces="torchvision.models.detection.transform.GeneralizedRCNNTransform.batch_images",
         fixes="a dynamic height or width specialized to the example's (`math.ceil(float(size) / 32)`)",
         versions="torchvision 0.28",
-        needed=lambda: _needed("batch_images", "GeneralizedRCNNTransform"),
+        needed=lambda: attribute_needed(_TRANSFORM, "batch_images", "GeneralizedRCNNTransform"),
         apply=_patch_batch_images,
     ),
     Patch(
@@ -172,7 +165,7 @@ PATCHES: list[Patch] = [
         fixes="`Could not extract specialized integer from data-dependent expression Min(100, u9)` "
         "(a Python loop over the detections)",
         versions="torchvision 0.28",
-        needed=lambda: _needed("paste_masks_in_image"),
+        needed=lambda: attribute_needed(_TRANSFORM, "paste_masks_in_image"),
         apply=_patch_paste_masks,
     ),
 ]

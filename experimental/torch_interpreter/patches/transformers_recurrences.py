@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from .base import Patch, Undo, is_patched, replace_attribute
+from .base import Patch, Undo, attribute_needed, imported_owner, replace_attribute
 
 _MAMBA_MODULES = (
     "transformers.models.mamba.modeling_mamba",
@@ -237,7 +237,7 @@ def mamba2_chunk_scan_cut(original: Callable, hidden_states: torch.Tensor, *args
 def _mamba2_apply() -> Undo:
     undo = []
     for module in _MAMBA2_MODULES:
-        if _needed(module, "mamba2_chunk_scan"):
+        if attribute_needed(module, "mamba2_chunk_scan"):
             original = getattr(sys.modules[module], "mamba2_chunk_scan")
             undo.append(replace_attribute(sys.modules[module], "mamba2_chunk_scan",
                                           functools.partial(mamba2_chunk_scan_cut, original)))
@@ -343,18 +343,8 @@ def funnel_get_position_embeds(self: Any, seq_len: Any, dtype: torch.dtype, devi
 _ORIGINAL: dict[str, Any] = {}
 
 
-def _owner(module: str, cls: str | None) -> Any:
-    mod = sys.modules.get(module)
-    return getattr(mod, cls, None) if mod is not None and cls else mod
-
-
-def _needed(module: str, name: str, cls: str | None = None) -> bool:
-    owner = _owner(module, cls)
-    return owner is not None and hasattr(owner, name) and not is_patched(owner, name)
-
-
 def _replace(module: str, name: str, new: Callable, cls: str | None = None) -> Undo:
-    owner = _owner(module, cls)
+    owner = imported_owner(module, cls)
     _ORIGINAL[module] = owner.__dict__[name] if cls else getattr(owner, name)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -367,19 +357,19 @@ def _replace(module: str, name: str, new: Callable, cls: str | None = None) -> U
 def _funnel_apply() -> Undo:
     cls = "FunnelAttentionStructure"
     undo = [_replace(_FUNNEL_MODULE, "get_position_embeds", funnel_get_position_embeds, cls)]
-    owner = _owner(_FUNNEL_MODULE, cls)  # the two helpers take positions only from the method above
+    owner = imported_owner(_FUNNEL_MODULE, cls)  # the two helpers take positions only from the method above
     undo += [replace_attribute(owner, "stride_pool_pos", funnel_stride_pool_pos),
              replace_attribute(owner, "relative_pos", funnel_relative_pos)]
     return lambda: [u() for u in reversed(undo)] and None
 
 
 def _mamba_needed() -> bool:
-    return any(_needed(m, "mamba_selective_scan") for m in _MAMBA_MODULES)
+    return any(attribute_needed(m, "mamba_selective_scan") for m in _MAMBA_MODULES)
 
 
 def _mamba_apply() -> Undo:
     undo = [_replace(m, "mamba_selective_scan", mamba_selective_scan) for m in _MAMBA_MODULES
-            if _needed(m, "mamba_selective_scan")]
+            if attribute_needed(m, "mamba_selective_scan")]
     return lambda: [u() for u in reversed(undo)] and None
 
 
@@ -399,7 +389,7 @@ PATCHES = [
         replaces="modeling_rwkv.rwkv_linear_attention_cpu",
         fixes="`Constraints violated (L['input_ids'].size()[1])`: the loop over the sequence unrolled",
         versions="transformers 5.x",
-        needed=lambda: _needed(_RWKV_MODULE, "rwkv_linear_attention_cpu"),
+        needed=lambda: attribute_needed(_RWKV_MODULE, "rwkv_linear_attention_cpu"),
         apply=lambda: _replace(_RWKV_MODULE, "rwkv_linear_attention_cpu", rwkv_linear_attention_cpu),
     ),
     Patch(
@@ -408,7 +398,7 @@ PATCHES = [
         replaces="modeling_recurrent_gemma.RecurrentGemmaRglru._rnn_scan",
         fixes="`Constraints violated (L['input_ids'].size()[1])`: the loop over the sequence unrolled",
         versions="transformers 5.x",
-        needed=lambda: _needed(_GEMMA_MODULE, "_rnn_scan", "RecurrentGemmaRglru"),
+        needed=lambda: attribute_needed(_GEMMA_MODULE, "_rnn_scan", "RecurrentGemmaRglru"),
         apply=lambda: _replace(_GEMMA_MODULE, "_rnn_scan", recurrent_gemma_rnn_scan, "RecurrentGemmaRglru"),
     ),
     Patch(
@@ -417,7 +407,7 @@ PATCHES = [
         replaces="mamba2_chunk_scan of modeling_mamba2, bamba, falcon_h1, granitemoehybrid, nemotron_h, zamba2",
         fixes="other lengths than a multiple of the chunk size: the padded output (`if pad_size > 0` not traced)",
         versions="transformers 5.x (the torch path without kernels)",
-        needed=lambda: any(_needed(m, "mamba2_chunk_scan") for m in _MAMBA2_MODULES),
+        needed=lambda: any(attribute_needed(m, "mamba2_chunk_scan") for m in _MAMBA2_MODULES),
         apply=_mamba2_apply,
     ),
     Patch(
@@ -426,7 +416,7 @@ PATCHES = [
         replaces="modeling_funnel.FunnelAttentionStructure.get_position_embeds, stride_pool_pos, relative_pos",
         fixes="`Constraints violated (L['input_ids'].size()[1])`: positions kept as a Python list of the length",
         versions="transformers 5.x",
-        needed=lambda: _needed(_FUNNEL_MODULE, "get_position_embeds", "FunnelAttentionStructure"),
+        needed=lambda: attribute_needed(_FUNNEL_MODULE, "get_position_embeds", "FunnelAttentionStructure"),
         apply=lambda: _funnel_apply(),
     ),
     Patch(
@@ -435,7 +425,7 @@ PATCHES = [
         replaces="modeling_cpmant.CpmAntModel._prepare_attention_mask",
         fixes="`Constraints violated (L['input_ids'].size()[1])`: a mask built from a Python list of the length",
         versions="transformers 5.x",
-        needed=lambda: _needed(_CPMANT_MODULE, "_prepare_attention_mask", "CpmAntModel"),
+        needed=lambda: attribute_needed(_CPMANT_MODULE, "_prepare_attention_mask", "CpmAntModel"),
         apply=lambda: _replace(_CPMANT_MODULE, "_prepare_attention_mask", cpmant_prepare_attention_mask, "CpmAntModel"),
     ),
     Patch(
@@ -444,7 +434,7 @@ PATCHES = [
         replaces="modeling_fsmt.make_padding_mask",
         fixes="`Could not guard on data-dependent expression Eq(u0, 1)`: `if not padding_mask.any()` on the input's values",
         versions="transformers 5.x",
-        needed=lambda: _needed(_FSMT_MODULE, "make_padding_mask"),
+        needed=lambda: attribute_needed(_FSMT_MODULE, "make_padding_mask"),
         apply=lambda: _replace(_FSMT_MODULE, "make_padding_mask", fsmt_make_padding_mask),
     ),
 ]

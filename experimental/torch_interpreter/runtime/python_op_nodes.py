@@ -46,7 +46,11 @@ def graph_has_python_op(graph: onnx.GraphProto) -> bool:
     >>> graph_has_python_op(onnx.helper.make_graph([onnx.helper.make_node("Relu", ["x"], ["y"])], "g", [], []))
     False
     """
-    return any(is_python_op(n) or any(graph_has_python_op(g) for g in subgraphs(n)) for n in graph.node)
+    return _nodes_have_python_op(graph.node)
+
+
+def _nodes_have_python_op(nodes: Iterable[onnx.NodeProto]) -> bool:
+    return any(is_python_op(n) or any(graph_has_python_op(g) for g in subgraphs(n)) for n in nodes)
 
 
 def holds_python_op(node: onnx.NodeProto) -> bool:
@@ -87,9 +91,7 @@ def has_python_ops(model: Any) -> bool:
 
 def _proto_has_python_op(model: onnx.ModelProto) -> bool:
     """The main graph or a local function (a PythonOp there ran in plain onnxruntime: a raw error)."""
-    return graph_has_python_op(model.graph) or any(
-        is_python_op(n) or any(graph_has_python_op(g) for g in subgraphs(n)) for f in model.functions for n in f.node
-    )
+    return graph_has_python_op(model.graph) or any(_nodes_have_python_op(f.node) for f in model.functions)
 
 
 def _python_ops_in(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
