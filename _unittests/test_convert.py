@@ -134,3 +134,34 @@ def test_registry_lists_coverage():
     supported = default_registry.supported()
     for key in ["aten::linear.default", "aten::scaled_dot_product_attention.default", "aten::add.Tensor"]:
         assert key in supported
+
+
+class _CachedAnchors(torch.nn.Module):
+    """Caches a grid and the size it was made for, as ultralytics' detection heads do (``self.shape != shape``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.shape = None
+
+    def forward(self, x):
+        if self.shape != x.shape:
+            self.anchors = torch.arange(x.shape[-1], dtype=x.dtype)
+            self.shape = x.shape
+        return x + self.anchors
+
+
+@pytest.mark.parametrize("eager_first", [False, True])
+def test_capture_leaves_the_models_attributes_as_they_were(eager_first):
+    """The exported model kept the fake tensor ``forward`` cached during the capture: the next eager call gave a
+    FakeTensor without values (ultralytics YOLO after to_onnx)."""
+    model, x = _CachedAnchors(), torch.randn(2, 5)
+    if eager_first:
+        model(x)
+    before = {k: v for k, v in vars(model).items() if k in ("shape", "anchors")}
+    onx = to_onnx(model, (x,))
+    assert {k: v for k, v in vars(model).items() if k in ("shape", "anchors")} == before
+    got = model(x)
+    assert type(got) is torch.Tensor
+    torch.testing.assert_close(got, x + torch.arange(5.0))
+    sess = InferenceSession(onx)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], got.numpy(), rtol=1e-6)

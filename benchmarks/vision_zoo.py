@@ -112,11 +112,21 @@ def _dims(kind: str, inputs: list, torch: Any, fixed: bool) -> Any:
     return tuple(dict(axes) for _ in inputs)
 
 
+def _timm_model(name: str, torch: Any) -> tuple[Any, list, list]:
+    """A timm model (``timm:<name>``) with random weights, its example (batch 2 at its default input size) and a
+    second input (batch 1, 32 pixels fewer in height and width)."""
+    import timm
+
+    model = timm.create_model(name, pretrained=False).eval()
+    _, h, w = model.pretrained_cfg.get("input_size", (3, 224, 224))
+    g = torch.Generator().manual_seed(0)
+    return model, [torch.randn(2, 3, h, w, generator=g)], [torch.randn(1, 3, h - 32, w - 32, generator=g)]
+
+
 def one(name: str) -> dict:
-    """Exports ``name`` both ways and runs both graphs; one dict of results."""
+    """Exports ``name`` (a torchvision builder, or ``timm:<name>``) both ways and runs both graphs; one dict of
+    results."""
     import torch
-    import torchvision
-    from torchvision.models import get_model, get_model_builder
 
     from experimental.torch_interpreter import bypass_export_some_errors, to_onnx
     from experimental.torch_interpreter.testing.check import count_nodes
@@ -124,13 +134,22 @@ def one(name: str) -> dict:
     logging.getLogger("torch.fx.experimental.symbolic_shapes").setLevel(logging.ERROR)
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
-    module = get_model_builder(name).__module__
-    kind = next((k for k in ("detection", "segmentation", "video", "optical_flow") if f".{k}" in module),
-                "classification")
     torch.manual_seed(0)
-    model = get_model(name, **_kwargs(name)).eval()
+    if name.startswith("timm:"):
+        import timm as library
+
+        kind = "classification"
+        model, example, second = _timm_model(name[5:], torch)
+    else:
+        import torchvision as library
+        from torchvision.models import get_model, get_model_builder
+
+        module = get_model_builder(name).__module__
+        kind = next((k for k in ("detection", "segmentation", "video", "optical_flow") if f".{k}" in module),
+                    "classification")
+        model = get_model(name, **_kwargs(name)).eval()
+        example, second, _ = _inputs(name, kind, torch)
     params = sum(p.numel() for p in model.parameters())
-    example, second, _ = _inputs(name, kind, torch)
     fixed = False
     try:
         with torch.no_grad():
@@ -160,16 +179,18 @@ def one(name: str) -> dict:
             text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()
             message = f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:200]
             result[exporter] = {"ok": False, "error": message, "export_s": time.perf_counter() - begin}
-    result["torchvision"] = torchvision.__version__
+    result[library.__name__] = library.__version__
     return result
 
 
 def _names(args: argparse.Namespace) -> list[str]:
+    if args.models:
+        return args.models.split(",")
+    if args.source == "timm":
+        return _timm_families(args.max_params)
     import torchvision
     from torchvision.models import get_model_builder
 
-    if args.models:
-        return args.models.split(",")
     names = []
     for name in torchvision.models.list_models():
         module = get_model_builder(name).__module__
@@ -254,7 +275,10 @@ def render_rst(results: list[dict], command: str, note: str = "") -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="", help="comma-separated torchvision builders (default: all)")
+    parser.add_argument("--models", default="", help="comma-separated builders: torchvision's names, timm:<name> "
+                        "for timm's (default: every one of --source)")
+    parser.add_argument("--source", default="torchvision", choices=("torchvision", "timm"),
+                        help="torchvision: every builder; timm: one model per family, its smallest")
     parser.add_argument("--max-params", type=float, default=100, help="skip models above, in millions (100)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per model (900)")
     parser.add_argument("--json", default="", help="write the results there too")
@@ -298,10 +322,39 @@ def main() -> None:
             f.write(render_rst(results, command, args.note))
 
 
+def _timm_families(max_params: float) -> list[str]:
+    """One model per timm family (a module of ``timm.models``): its smallest, counted on the meta device, as
+    ``timm:<name>``; a family whose models are all above ``max_params`` millions gives its smallest anyway (the
+    run skips it and says so)."""
+    import timm
+    import torch
+
+    names = []
+    for family in timm.list_modules():
+        sizes = []
+        for name in timm.list_models(module=family):
+            try:
+                with torch.device("meta"):
+                    model = timm.create_model(name, pretrained=False)
+                sizes.append((sum(p.numel() for p in model.parameters()), name))
+            except Exception:  # noqa: BLE001  (a builder that cannot be made on the meta device is left out)
+                continue
+        if sizes:
+            names.append("timm:" + min(sizes)[1])
+    return names
+
+
 def _params(name: str) -> float:
     """Parameters of a builder in millions, from a model on the meta device (no memory; on the CPU for the
     builders that initialise weights from a tensor's data, RegNet-Y)."""
     import torch
+
+    if name.startswith("timm:"):
+        import timm
+
+        with torch.device("meta"):
+            model = timm.create_model(name[5:], pretrained=False)
+        return sum(p.numel() for p in model.parameters()) / 1e6
     from torchvision.models import get_model
 
     try:

@@ -18,6 +18,7 @@ from ..errors import DynamicShapeError, ExportCaptureError
 from ..logs import PACKAGE_LOGGER
 from .failures import advice, concerns_dynamic_shapes
 from .kernels import shape_only_rnn_kernels
+from .module_state import kept_attributes
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +44,9 @@ def export(
     # export of such a model can then get wrong guards (dynamic dims fixed to constants). Start clean.
     torch._dynamo.reset()
     try:
-        # RNN ops would unroll their time loop to compute shapes, freezing the sequence length
-        with shape_only_rnn_kernels(), torch_output() as printed:
+        # RNN ops would unroll their time loop to compute shapes, freezing the sequence length; attributes a
+        # forward caches (fake tensors, symbolic sizes) are put back as they were
+        with shape_only_rnn_kernels(), torch_output() as printed, kept_attributes(model) as changed:
             ep = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
     except Exception as e:
         message = str(e).strip()
@@ -69,6 +71,8 @@ def export(
         error = ExportCaptureError(text)
         error.torch_output = printed.getvalue()
         raise error from e
+    if changed:
+        logger.debug("attributes set by forward during the capture, put back: %s", changed)
     if printed.getvalue():
         logger.debug("torch's output during the capture:\n%s", printed.getvalue())
     logger.debug("torch.export.export (strict=%s) took %.3fs", strict, time.perf_counter() - begin)

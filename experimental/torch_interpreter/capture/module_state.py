@@ -1,0 +1,61 @@
+"""The Python attributes of a model's modules, as they were before a capture.
+
+``torch.export`` runs ``forward`` on fake tensors. A module that caches something in a plain attribute during
+``forward`` (ultralytics' detection heads keep ``self.anchors`` and ``self.shape``, others keep masks or position
+tables) is left holding the fake tensor or the symbolic size: the next eager call reuses it and returns a
+``FakeTensor`` without values, or compares a symbolic size. :func:`kept_attributes` puts every such attribute
+back as it was; parameters and buffers are torch.export's own business (it restores them itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+#: the attributes of ``torch.nn.Module`` holding its parameters, buffers and children: left to torch
+_REGISTRIES = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
+
+
+def _snapshot(model: torch.nn.Module) -> list[tuple[torch.nn.Module, dict]]:
+    return [(m, {k: v for k, v in vars(m).items() if k not in _REGISTRIES}) for m in model.modules()]
+
+
+def _restore(saved: list[tuple[torch.nn.Module, dict]]) -> list[str]:
+    """Puts the attributes of ``saved`` back; the names of those that had changed (``Module.attr``)."""
+    changed = []
+    for module, before in saved:
+        now = vars(module)
+        for key in [k for k in now if k not in _REGISTRIES and k not in before]:
+            del now[key]
+            changed.append(f"{type(module).__name__}.{key}")
+        for key, value in before.items():
+            if key not in now or now[key] is not value:
+                now[key] = value
+                changed.append(f"{type(module).__name__}.{key}")
+    return changed
+
+
+@contextlib.contextmanager
+def kept_attributes(model: object) -> Iterator[list[str]]:
+    """Within the block, the modules of ``model`` may set any plain attribute; on exit each one is as it was
+    before (added ones removed, replaced ones put back). The list given fills, on exit, with the attributes put
+    back. A ``model`` that is not a module is left alone.
+
+    >>> class Cache(torch.nn.Module):
+    ...     def forward(self, x):
+    ...         self.last = x * 2
+    ...         return self.last
+    >>> m = Cache()
+    >>> with kept_attributes(m) as changed:
+    ...     _ = m(torch.ones(1))
+    >>> hasattr(m, "last"), changed
+    (False, ['Cache.last'])
+    """
+    saved = _snapshot(model) if isinstance(model, torch.nn.Module) else []
+    changed: list[str] = []
+    try:
+        yield changed
+    finally:
+        changed.extend(_restore(saved))
