@@ -53,6 +53,7 @@ def bypass_export_some_errors(
     verbose: int = 0,
     rewrite_control_flow: Sequence[type] = (),
     patch_torchvision: bool = False,
+    patch_ultralytics: bool = False,
 ) -> Iterator[Callable[[Any], Any]]:
     """Patches what makes ``torch.export`` fail on common models; undoes everything on exit.
 
@@ -75,6 +76,10 @@ def bypass_export_some_errors(
         R-CNN, RetinaNet, FCOS...) that branch on the data-dependent number of boxes
         (``patches/torchvision_detection.py``) or specialize the image size (``patches/torchvision_image_sizes.py``);
         the patches applied while a model is captured are listed in its metadata (``aten2onnx.capture.patches``)
+    :param patch_ultralytics: makes ultralytics' YOLO heads (detect, segment, pose, oriented boxes) compute their
+        anchors for the size at hand at every call, as ultralytics' own exporter does with ``dynamic=True``, so that a
+        model that already ran in eager mode exports with a dynamic batch and image size
+        (``patches/ultralytics_heads.py``)
     :return: (as context manager) a function ``adapt(inputs)`` returning the inputs with every cache
         copied, so that exporting and running the model in eager mode leave the user's caches alone
 
@@ -139,6 +144,10 @@ def bypass_export_some_errors(
          - torchvision
          - ``Could not extract specialized integer from data-dependent expression Min(100, u9)`` (a loop over
            the detections)
+       * - YOLO Detect heads make their anchors at every call
+         - ultralytics
+         - ``Constraints violated``: a dynamic batch, height or width fixed to the example's by
+           ``self.shape != shape`` after an eager call
 
     Example::
 
@@ -157,6 +166,7 @@ def bypass_export_some_errors(
         "torch": patch_torch,
         "transformers": patch_transformers,
         "torchvision": patch_torchvision,
+        "ultralytics": patch_ultralytics,
     }
     enabled = [group for group, on in groups.items() if on]
     undo: list[tuple[Patch, Callable[[], None]]] = []

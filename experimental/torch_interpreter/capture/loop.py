@@ -16,6 +16,7 @@ from ..errors import DynamicShapeError, DynamicShapeWarning, ExportCaptureError
 from . import export as torch_export
 from .checks import check_outputs, constant_inputs, warn_constant_inputs, warn_training_mode
 from ..logs import warn_at_user
+from ..patches.base import active
 from .dynamic_shapes import DimSpec, axis_symbols, bind_inputs, normalize, symbol_names
 from .failures import Failure, FailureKind, classify, made_static_message
 from .forward_signature import keywords_as_parameters
@@ -153,6 +154,7 @@ def capture_model(
     with contextlib.ExitStack() as scope:
         for strategy in loop.strategies:
             scope.enter_context(strategy.scope(model, args, kwargs, report))
+        report.patches = active()  # bypass_export_some_errors' and the strategies' own
         scope.enter_context(keywords_as_parameters(model, kwargs))  # the keywords' names: the same in every set
         inferred = None
         if input_sets is not None:  # the caches are pytree nodes now: the sets are compared leaf by leaf

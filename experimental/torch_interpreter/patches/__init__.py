@@ -1,7 +1,7 @@
 """The patch registry: every patch, one module per family, read through :func:`select`.
 
 :func:`~experimental.torch_interpreter.bypass_export_some_errors` selects patches by group (its flags
-``patch_torch``, ``patch_transformers``, ``patch_torchvision``...), the capture strategies by family (``control_flow`` for
+``patch_torch``, ``patch_transformers``, ``patch_torchvision``, ``patch_ultralytics``), the capture strategies by family (``control_flow`` for
 ``control_flow_aliasing``, ``transformers_caches``, ``transformers_recurrences``): both read this one list.
 """
 
@@ -16,6 +16,7 @@ from .torchvision_detection import PATCHES as _TORCHVISION_DETECTION
 from .torchvision_image_sizes import PATCHES as _TORCHVISION_IMAGE_SIZES
 from .transformers_caches import PATCHES as _TRANSFORMERS_CACHES
 from .transformers_recurrences import PATCHES as _TRANSFORMERS_RECURRENCES
+from .ultralytics_heads import PATCHES as _ULTRALYTICS_HEADS
 
 #: the patches of each family (the module defining them), families in the order they are applied
 FAMILIES: dict[str, tuple[Patch, ...]] = {
@@ -25,6 +26,7 @@ FAMILIES: dict[str, tuple[Patch, ...]] = {
     "transformers_recurrences": tuple(_TRANSFORMERS_RECURRENCES),
     "torchvision_detection": tuple(_TORCHVISION_DETECTION),
     "torchvision_image_sizes": tuple(_TORCHVISION_IMAGE_SIZES),
+    "ultralytics_heads": tuple(_ULTRALYTICS_HEADS),
 }
 
 #: every known patch, in the order they are applied

@@ -49,7 +49,7 @@ class Patch:
     """
 
     name: str
-    group: str  #: "sympy", "torch", "transformers" or "torchvision"
+    group: str  #: "sympy", "torch", "transformers", "torchvision" or "ultralytics"
     replaces: str
     fixes: str
     versions: str

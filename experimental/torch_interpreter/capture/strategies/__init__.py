@@ -18,6 +18,7 @@ from .size_oblivious import SizeOblivious
 from .transformers_caches import TransformersCaches
 from .transformers_dynamic_shapes import TransformersDynamicShapes
 from .transformers_recurrences import TransformersRecurrences
+from .ultralytics_heads import UltralyticsHeads
 
 #: every strategy, in the order they are asked
 STRATEGIES: tuple[Strategy, ...] = (
@@ -29,6 +30,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     OtherMode(),
     LowerFunctorch(),
     TransformersRecurrences(),
+    UltralyticsHeads(),
 )
 
 #: their names, what ``to_onnx(capture_strategies=...)`` takes
