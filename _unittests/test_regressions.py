@@ -872,3 +872,29 @@ def test_size_one_runs_where_the_graph_holds_there():
     onx = to_onnx(_EightRowsBranching(), (torch.randn(4, 3),), dynamic_shapes=({0: "n"},))
     with pytest.raises(RuntimeFeedError, match=r"is 1, the exported graph needs it in \[2, \d+\]"):
         InferenceSession(onx).run(None, {"x": torch.randn(1, 3).numpy()})
+
+
+class _ParityBranch(torch.nn.Module):
+    """A Python branch on a size: torch.export keeps the branch of the example and a guard ``h % 2 == 0``."""
+
+    def forward(self, x):
+        h = x.shape[1]
+        pairs = x[:, : h // 2 * 2].reshape(x.shape[0], h // 2, 2).sum(-1)
+        return pairs * (1 if h % 2 == 0 else 2)
+
+
+def test_guard_of_the_models_code_on_a_size_is_checked():
+    """Exported with an even width, the graph returned half of eager's values on an odd width: the guard torch.export
+    made from ``if h % 2 == 0`` was checked by ``ExportedProgram.module()`` only. It is now kept with the model and
+    InferenceSession refuses the odd width."""
+    from experimental.torch_interpreter import InferenceSession, RuntimeFeedError, to_onnx
+
+    model, dyn = _ParityBranch(), torch.export.Dim.DYNAMIC
+    with pytest.warns(Warning, match=r"shape\('x', 1\) % 2\) == 0"):
+        onx = to_onnx(model, (torch.randn(2, 8),), dynamic_shapes=({0: dyn, 1: dyn},))
+    sess = InferenceSession(onx)
+    for width in (6, 10):
+        x = torch.randn(3, width)
+        torch.testing.assert_close(torch.from_numpy(sess.run(None, {"x": x})[0]), model(x))
+    with pytest.raises(RuntimeFeedError, match=r"% 2\) == 0.*if h % 2 == 0"):
+        sess.run(None, {"x": torch.randn(3, 7)})

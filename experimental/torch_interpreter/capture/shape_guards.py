@@ -10,6 +10,9 @@ torch.export checks the ranges of the dynamic axes (:mod:`.range_constraints`), 
   torch.export fix it); on other sizes onnxruntime fails inside the graph (``Split``, ``Squeeze``) where PyTorch
   returns more tensors;
 * ``aten::_assert_scalar`` nodes: runtime asserts torch.export keeps in the graph, which ONNX cannot express;
+* the guards torch.export made from the model's own code (a Python branch on a size, ``if h % 2 == 0``): the
+  exported program checks them when it is called (``ExportedProgram.module()``), the graph does not; torch's own
+  guards (layouts, strides, the choice of a kernel) and plain bounds (the ranges) are left out;
 * broadcasts (``expand``, elementwise arithmetic, ``where``) of a size torch could not prove equal to the
   output's: with an example of batch 1, torch.export reasons size-obliviously and leaves, for instance,
   ``min(512, seq)`` (a slice of transformers' position buffer) expanded to ``seq`` unguarded, true only while
@@ -25,6 +28,8 @@ with a :class:`~experimental.torch_interpreter.RuntimeFeedError` instead of retu
 from __future__ import annotations
 
 import logging
+import os
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,7 +40,7 @@ from torch.export.graph_signature import InputKind
 
 from ..logs import warn_at_user
 from ..metadata import SHAPE_GUARDS, write_json
-from ..provenance import source_line
+from ..provenance import portable_path, source_line
 from .range_constraints import RangeConstraintWarning
 
 logger = logging.getLogger(__name__)
@@ -168,6 +173,42 @@ class _Printer(sympy.printing.str.StrPrinter):
         return f"({e.p} / {e.q})"
 
 
+_TORCH_FOLDER = os.path.dirname(torch.__file__) + os.sep
+
+
+def _shape_env(ep: torch.export.ExportedProgram) -> Any:
+    """The shape environment of ``ep``'s symbolic sizes, None for a static program."""
+    for node in ep.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        sizes = val.shape if isinstance(val, torch.Tensor) else [val]
+        for size in sizes:
+            if isinstance(size, torch.SymInt):
+                return size.node.shape_env
+    return None
+
+
+def _is_bound(condition: sympy.Basic) -> bool:
+    """A plain bound of one size (``s >= 2``, ``s != 1``): the ranges of the dynamic axes say as much."""
+    if not isinstance(condition, sympy.core.relational.Relational) or len(condition.free_symbols) != 1:
+        return False
+    return any(isinstance(side, sympy.Symbol) for side in condition.args) and any(
+        side.is_number for side in condition.args)
+
+
+def _code_guards(ep: torch.export.ExportedProgram) -> Iterator[tuple[sympy.Basic, str]]:
+    """``(condition, the model's line)`` for each guard torch.export made where the model's code (not torch's)
+    looked at a size, but the plain bounds."""
+    env = _shape_env(ep)
+    for guard in getattr(env, "guards", None) or []:
+        frame = guard.sloc.framework_loc
+        filename = frame.filename if isinstance(frame, traceback.FrameSummary) else None
+        if filename is None or os.path.abspath(filename).startswith(_TORCH_FOLDER) or _is_bound(guard.expr):
+            continue
+        yield guard.expr, f"{portable_path(filename)}:{frame.lineno}: {(frame.line or '').strip()}"
+
+
 def guards(ep: torch.export.ExportedProgram, input_names: list[str]) -> list[dict[str, str]]:
     """The conditions of ``ep`` over its inputs' sizes (``input_names``: their ONNX names), each as
     ``{"check": Python expression, "why": reason, "node": FX node, "source": user's line}``; conditions on
@@ -194,6 +235,13 @@ def guards(ep: torch.export.ExportedProgram, input_names: list[str]) -> list[dic
         if any(g["check"] == check for g in found):
             continue  # the same condition met again (every layer adds the same broadcast): checked once
         found.append({"check": check, "why": why, "node": node.name, "source": source_line(node)})
+    for condition, line in _code_guards(ep):
+        if not condition.free_symbols or not condition.free_symbols <= set(axes):
+            continue
+        check = _Printer().doprint(condition.xreplace({s: sympy.Symbol(axes[s]) for s in condition.free_symbols}))
+        if all(g["check"] != check for g in found):
+            found.append({"check": check, "why": "a guard of the model's code on a size, which the graph assumes",
+                          "node": "", "source": line})
     return found
 
 
@@ -208,7 +256,9 @@ def record(ep: torch.export.ExportedProgram, model: ir.Model) -> list[dict[str, 
     """
     found = guards(ep, [v.name for v in model.graph.inputs])
     if found:  # one warning for them all, at the user's line
-        conditions = "; ".join(f"{g['check']} ({g['why']}, FX node {g['node']!r}, {g['source']})" for g in found)
+        conditions = "; ".join(
+            f"{g['check']} ({g['why']}, {'FX node ' + repr(g['node']) + ', ' if g['node'] else ''}{g['source']})"
+            for g in found)
         message = (
             f"the exported graph relies on {len(found)} condition{'s' if len(found) > 1 else ''} on the input sizes "
             f"that it does not check: {conditions}. InferenceSession refuses inputs that break "

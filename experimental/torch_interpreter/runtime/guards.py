@@ -270,6 +270,7 @@ class SizeChecks:
                 inputs = ", ".join(f"{n} of shape {tuple(s)}" for n, s in known.items() if repr(n) in g["check"])
                 raise RuntimeFeedError(
                     f"the feeds break a condition the exported graph relies on: {g['check']} with {inputs} "
-                    f"({g.get('why')}, FX node {g.get('node')!r}, {g.get('source')}); PyTorch would give other "
+                    f"({g.get('why')}, {'FX node ' + repr(g['node']) + ', ' if g.get('node') else ''}{g.get('source')}); "
+                    "PyTorch would give other "
                     "results: export again with inputs of this size, or make the model's code independent of it"
                 )
