@@ -338,3 +338,38 @@ def test_opset_too_high_exported_program():
     ep = torch.export.export(Linear(), (torch.randn(2, 4),))
     with pytest.raises(ConversionError, match="target_opset=29"):
         to_onnx(ep, target_opset=29)
+
+
+class _ParityPadding(torch.nn.Module):
+    """Pads a feature map of odd height after a stride of 16 (timm's cpubone: ``if (-H) % 2``): torch.export's
+    guards then mix floor divisions that sympy's inequality solver cannot simplify."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=16, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        h = y.shape[-2]
+        if (-h) % 2:
+            y = torch.nn.functional.pad(y, (0, 0, 0, 1))
+        z = torch.nn.functional.avg_pool2d(y, 2)
+        return torch.nn.functional.interpolate(z, scale_factor=2.0)[..., :h, :] + y[..., :h, :]
+
+
+def test_unsolved_constraints():
+    """torch.export raised ``NotImplementedError: The inequality ... cannot be solved`` (sympy, while simplifying
+    the guards for its suggestions): retried without the simplification; the model's parity guard is kept and
+    checked at run time."""
+    from experimental.torch_interpreter import RuntimeFeedError
+
+    model, dyn = _ParityPadding().eval(), torch.export.Dim.DYNAMIC
+    with pytest.warns(Warning, match="guard of the model's code"):
+        onx = to_onnx(model, (torch.randn(2, 3, 224, 224),), dynamic_shapes=({0: dyn, 2: dyn, 3: dyn},))
+    assert _meta(onx)["aten2onnx.capture.strategies"] == "unsolved_constraints"
+    sess = InferenceSession(onx)
+    for size in [(224, 224), (192, 160)]:
+        x = torch.randn(1, 3, *size)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], model(x).detach().numpy(), atol=1e-5)
+    with pytest.raises(RuntimeFeedError, match=r"if \(-h\) % 2"):
+        sess.run(None, {"x": torch.randn(1, 3, 200, 224)})  # a feature map of odd height: eager pads it

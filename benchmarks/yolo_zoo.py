@@ -33,6 +33,7 @@ TOL = 1e-3
 def _measure(path_or_proto, reference, torch) -> dict:
     import numpy as np
     import onnxruntime as ort
+    from torch.utils._pytree import tree_leaves
 
     data = path_or_proto if isinstance(path_or_proto, str) else path_or_proto.SerializeToString()
     sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
@@ -43,7 +44,7 @@ def _measure(path_or_proto, reference, torch) -> dict:
         x = torch.rand(*shape, generator=g)
         with torch.no_grad():
             want = reference(x)
-        want = (want[0] if isinstance(want, (tuple, list)) else want).numpy()
+        want = next(t for t in tree_leaves(want) if isinstance(t, torch.Tensor)).numpy()  # the predictions
         got = sess.run(None, {name: x.numpy()})[0]
         errors.append(float(np.abs(got - want).max()) / float(np.abs(want).max()) if got.shape == want.shape
                       else math.inf)

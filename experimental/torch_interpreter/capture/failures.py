@@ -150,6 +150,8 @@ class FailureKind(enum.Enum):
     SUGGESTED_FIXES = "suggested fixes"
     #: the model's code specializes an axis declared dynamic to a constant
     MADE_STATIC = "made static"
+    #: sympy could not solve an inequality of torch's guards ("The inequality ... cannot be solved")
+    UNSOLVED_GUARDS = "unsolved guards"
 
 
 class SuggestedFix(NamedTuple):
@@ -227,6 +229,10 @@ def _suggested_fixes(message: str) -> tuple[SuggestedFix, ...]:
     return tuple(fixes)
 
 
+#: sympy's message when torch.export's simplification of the guards meets an inequality it cannot solve
+_UNSOLVED = re.compile(r"NotImplementedError: The inequality, .* cannot be solved", re.S)
+
+
 def classify(error: ExportCaptureError | DynamicShapeError) -> Failure:
     """The kinds of a capture failure, read from the error (its cause, torch's own message, for dynamic shapes).
 
@@ -245,6 +251,8 @@ def classify(error: ExportCaptureError | DynamicShapeError) -> Failure:
         kinds = {FailureKind.CAPTURE}
         if "aliasing" in str(error):
             kinds.add(FailureKind.ALIASING)
+        if _UNSOLVED.search(str(error)):
+            kinds.add(FailureKind.UNSOLVED_GUARDS)
         return Failure(error, frozenset(kinds))
     message = str(error.__cause__ or error)
     kinds = {FailureKind.DYNAMIC_SHAPES}

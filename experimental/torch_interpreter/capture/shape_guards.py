@@ -134,6 +134,16 @@ def _broadcast_conditions(node: torch.fx.Node) -> Iterator[tuple[sympy.Basic, to
             yield sympy.Or(sympy.Eq(ea, eb), sympy.Eq(ea, 1)), node, why
 
 
+def _balanced(text: str) -> bool:
+    """Whether the parentheses of ``text`` never close more than they opened (``a) + (b`` does)."""
+    depth = 0
+    for c in text:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 class _Printer(sympy.printing.str.StrPrinter):
     """Python syntax for the conditions: ``==``, ``and``, ``//``, ``%`` (read back by the runtime's size checks)."""
 
@@ -159,7 +169,7 @@ class _Printer(sympy.printing.str.StrPrinter):
         name = type(e).__name__
         known = {"FloorDiv": "//", "PythonMod": "%", "Mod": "%"}
         if name in known:
-            return f"({self._print(e.args[0])} {known[name]} {self._print(e.args[1])})"
+            return f"({self._operand(e.args[0])} {known[name]} {self._operand(e.args[1])})"
         calls = {"CeilToInt": "ceil", "ceiling": "ceil", "FloorToInt": "floor", "floor": "floor", "Max": "max",
                  "Min": "min", "Abs": "abs"}
         return f"{calls.get(name, name)}(" + ", ".join(self._print(a) for a in e.args) + ")"
@@ -167,7 +177,14 @@ class _Printer(sympy.printing.str.StrPrinter):
     _print_Max = _print_Min = _print_ceiling = _print_floor = _print_Abs = _print_Function
 
     def _print_Mod(self, e: Any) -> str:
-        return f"({self._print(e.args[0])} % {self._print(e.args[1])})"
+        return f"({self._operand(e.args[0])} % {self._operand(e.args[1])})"
+
+    def _operand(self, e: Any) -> str:
+        """An operand of ``%`` or ``//``: in parentheses unless a symbol or a number (``-a - 1 % 2`` is not
+        ``(-a - 1) % 2``)."""
+        text = self._print(e)
+        return text if e.is_Atom or (text.startswith("(") and text.endswith(")") and _balanced(text[1:-1])) \
+            else f"({text})"
 
     def _print_Rational(self, e: Any) -> str:
         return f"({e.p} / {e.q})"

@@ -19,6 +19,7 @@ from .transformers_caches import TransformersCaches
 from .transformers_dynamic_shapes import TransformersDynamicShapes
 from .transformers_recurrences import TransformersRecurrences
 from .ultralytics_heads import UltralyticsHeads
+from .unsolved_constraints import UnsolvedConstraints
 
 #: every strategy, in the order they are asked
 STRATEGIES: tuple[Strategy, ...] = (
@@ -27,6 +28,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     SizeOblivious(),
     RefineDynamicShapes(),
     ControlFlowAliasing(),
+    UnsolvedConstraints(),
     OtherMode(),
     LowerFunctorch(),
     TransformersRecurrences(),
