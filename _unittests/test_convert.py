@@ -165,3 +165,29 @@ def test_capture_leaves_the_models_attributes_as_they_were(eager_first):
     torch.testing.assert_close(got, x + torch.arange(5.0))
     sess = InferenceSession(onx)
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], got.numpy(), rtol=1e-6)
+
+
+class _BiasCache(torch.nn.Module):
+    """Fills a dictionary in place in eval mode, as timm's EfficientFormer-V2 caches its attention biases."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.ones(4))
+        self.cache = {}
+
+    def forward(self, x):
+        if str(x.device) not in self.cache:
+            self.cache[str(x.device)] = self.bias * 2
+        return x + self.cache[str(x.device)]
+
+
+def test_capture_leaves_the_models_caches_as_they_were():
+    """The dictionary kept torch.export's fake tensor: eager then failed (``.numpy() is not supported for tensor
+    subclasses``)."""
+    model, x = _BiasCache().eval(), torch.randn(3, 4)
+    onx = to_onnx(model, (x,))
+    assert model.cache == {}
+    with torch.no_grad():
+        got = model(x)
+    assert type(got) is torch.Tensor
+    np.testing.assert_allclose(InferenceSession(onx).run(None, {"x": x})[0], got.numpy(), rtol=1e-6)
