@@ -22,7 +22,7 @@ CASES = {
     "relu": (nn.ReLU(), ["Relu"]),
     "relu6": (nn.ReLU6(), ["Clip"]),
     "hardtanh": (nn.Hardtanh(-2, 2.5), ["Clip"]),
-    "gelu": (nn.GELU(), ["Mul", "Erf", "Mul", "Add", "Mul"]),
+    "gelu": (nn.GELU(), ["Div", "Erf", "Mul", "Add", "Mul"]),
     "gelu_tanh": (nn.GELU("tanh"), None),
     "silu": (nn.SiLU(), ["Sigmoid", "Mul"]),
     "sigmoid": (nn.Sigmoid(), ["Sigmoid"]),

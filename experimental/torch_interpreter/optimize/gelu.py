@@ -2,8 +2,9 @@
 ``FastGelu``), on float32 only (the CPU kernels' type): pattern, check and replacement rules of onnxscript's
 rewriter (:data:`GELU_RULES`).
 
-onnxscript's own GELU patterns divide by ``sqrt(2)`` and group ``x * (0.5 * (1 + t))``; the translation of
-``aten::gelu`` multiplies by ``sqrt(0.5)``, cubes with ``x * (x * x)`` and groups ``(x * 0.5) * (t + 1)``, as
+onnxscript's own GELU patterns group ``x * (0.5 * (1 + t))``; the translation of ``aten::gelu`` divides by
+``sqrt(2)`` (the form onnxruntime's own GeluFusion reads; ``x * sqrt(0.5)`` is matched too), cubes with
+``x * (x * x)`` and groups ``(x * 0.5) * (t + 1)``, as
 does the tanh GELU written out by hand in transformers (``NewGELUActivation``, GPT-2, with ``pow(x, 3)``).
 From opset 20 on ``aten::gelu`` is ONNX ``Gelu``, which becomes ``com.microsoft::Gelu`` too: onnxscript's
 ``BiasGelu`` fusion reads the latter.
@@ -48,15 +49,18 @@ class _MicrosoftGelu(pattern.RewriteRuleClassBase):
 class _GeluFusion(_MicrosoftGelu):
     """``(x * 0.5) * (erf(x * sqrt(0.5)) + 1)`` → ``com.microsoft::Gelu``, or the tanh form → ``FastGelu``."""
 
-    def __init__(self, name: str, tanh: bool, cube_as_pow: bool = True) -> None:
+    def __init__(self, name: str, tanh: bool, cube_as_pow: bool = True, divide: bool = False) -> None:
         super().__init__(name, tanh)
         self._pow = cube_as_pow
+        self._divide = divide
 
     def pattern(self, op: Any, x: ir.Value) -> ir.Value:
         if self._tanh:
             cube = op.Pow(x, 3.0) if self._pow else op.Mul(x, op.Mul(x, x))
             inner = op.Add(x, op.Mul(cube, 0.044715))
             t = op.Tanh(op.Mul(inner, math.sqrt(2 / math.pi)))
+        elif self._divide:  # aten::gelu's translation: x / sqrt(2)
+            t = op.Erf(op.Div(x, math.sqrt(2.0)))
         else:
             t = op.Erf(op.Mul(x, math.sqrt(0.5)))
         return op.Mul(op.Mul(x, 0.5), op.Add(t, 1.0))
@@ -73,7 +77,8 @@ class _OnnxGelu(_MicrosoftGelu):
 #: GELU spelled as ``aten::gelu``'s translation and transformers' tanh GELU write it (operands commuted too)
 GELU_RULES = pattern.RewriteRuleSet(
     [
-        _GeluFusion.rule("ErfGelu", tanh=False),
+        _GeluFusion.rule("ErfGelu", tanh=False, divide=True),
+        _GeluFusion.rule("ErfGeluMul", tanh=False),
         _GeluFusion.rule("TanhGeluPow", tanh=True),
         _GeluFusion.rule("TanhGeluMul", tanh=True, cube_as_pow=False),
         _OnnxGelu.rule("OnnxGelu", tanh=False),
