@@ -23,12 +23,12 @@ def _leaves(value) -> list[np.ndarray]:
     return [t.detach().numpy() for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
-def check_yolo(config: str) -> None:
+def check_yolo(config: str, example: tuple = EXAMPLE) -> None:
     from ultralytics import YOLO
 
     torch.manual_seed(0)
     model = YOLO(config).model.eval()
-    x = torch.rand(*EXAMPLE)
+    x = torch.rand(*example)
     with torch.no_grad():
         model(x)  # the heads cache the example's size
         dyn = torch.export.Dim.DYNAMIC
@@ -37,7 +37,7 @@ def check_yolo(config: str) -> None:
     assert "ultralytics_heads" in props[metadata.CAPTURE_STRATEGIES]
     assert "YOLO Detect heads make their anchors at every call" in props[metadata.CAPTURE_PATCHES].splitlines()
     sess = InferenceSession(onx)
-    for shape in [EXAMPLE, *OTHERS]:
+    for shape in [example, *OTHERS, (5, 3, 160, 224)]:
         image = torch.rand(*shape)
         with torch.no_grad():
             want = _leaves(model(image))
@@ -50,6 +50,13 @@ def check_yolo(config: str) -> None:
 
 def test_yolo11_segment_any_batch_and_size():
     check_yolo("yolo11n-seg.yaml")
+
+
+def test_yolo_from_a_batch_of_one():
+    """A batch-1 example run once eagerly, exported with a dynamic batch, height and width: the size-oblivious
+    capture and the heads' anchors made at every call give one graph right at batches 1, 3 and 5 and other sizes
+    (it used to run at the example's size only)."""
+    check_yolo("yolo11n.yaml", (1, 3, 256, 256))
 
 
 @pytest.mark.heavy
