@@ -8,18 +8,14 @@ violated"); FSMT's decoder padding mask, dropped on a condition on the input's v
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import torch
 
-from ...patches import applied, select
-from ..report import CaptureReport
-from ..strategy import Strategy
+from ..report import CaptureReport  # noqa: F401  (the doctest)
 from ..transformers_inputs import is_transformers_model
+from .patch_family import PatchFamily
 
 
-class TransformersRecurrences(Strategy):
+class TransformersRecurrences(PatchFamily):
     """Patches the recurrences of transformers models around the capture.
 
     >>> with TransformersRecurrences().scope(torch.nn.Linear(2, 2), (), {}, CaptureReport(strict=False)):
@@ -27,13 +23,8 @@ class TransformersRecurrences(Strategy):
     """
 
     name = "transformers_recurrences"
+    family = "transformers_recurrences"
+    why = "loops over the sequence as scan"
 
-    @contextlib.contextmanager
-    def scope(self, model: torch.nn.Module, args: tuple, kwargs: dict, report: CaptureReport) -> Iterator[None]:
-        if not is_transformers_model(model):
-            yield
-            return
-        with applied(select(families=["transformers_recurrences"])) as patches:
-            if patches:
-                report.use(self.name, "loops over the sequence as scan: " + ", ".join(p.name for p in patches))
-            yield
+    def applies_to(self, model: torch.nn.Module) -> bool:
+        return is_transformers_model(model)

@@ -8,16 +8,12 @@ fixes a dynamic batch, height or width. The head's own ``dynamic=True`` is set f
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import torch
 
-from ...patches import applied, select
 from ...patches.base import imported_owner
 from ...patches.ultralytics_heads import HEAD_MODULE
-from ..report import CaptureReport
-from ..strategy import Strategy
+from ..report import CaptureReport  # noqa: F401  (the doctest)
+from .patch_family import PatchFamily
 
 
 def has_yolo_head(model: object) -> bool:
@@ -31,7 +27,7 @@ def has_yolo_head(model: object) -> bool:
         isinstance(m, detect) for m in model.modules())
 
 
-class UltralyticsHeads(Strategy):
+class UltralyticsHeads(PatchFamily):
     """Applies the ``ultralytics_heads`` patches around the capture of a model holding a YOLO head.
 
     >>> with UltralyticsHeads().scope(torch.nn.Linear(2, 2), (), {}, CaptureReport(strict=False)):
@@ -39,14 +35,8 @@ class UltralyticsHeads(Strategy):
     """
 
     name = "ultralytics_heads"
+    family = "ultralytics_heads"
+    why = "YOLO heads make their anchors at every call"
 
-    @contextlib.contextmanager
-    def scope(self, model: torch.nn.Module, args: tuple, kwargs: dict, report: CaptureReport) -> Iterator[None]:
-        if not has_yolo_head(model):
-            yield
-            return
-        with applied(select(families=["ultralytics_heads"])) as patches:
-            if patches:
-                report.use(self.name, "YOLO heads make their anchors at every call: " + ", ".join(
-                    p.name for p in patches))
-            yield
+    def applies_to(self, model: torch.nn.Module) -> bool:
+        return has_yolo_head(model)
