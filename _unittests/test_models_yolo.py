@@ -13,7 +13,12 @@ from torch.utils._pytree import tree_leaves
 
 from experimental.torch_interpreter import InferenceSession, metadata, to_onnx
 
+_NUMPY_PRINT = np.get_printoptions()
 ultralytics = pytest.importorskip("ultralytics", reason="ultralytics is not installed: pip install ultralytics")
+# ultralytics sets numpy's and torch's print options when imported (11-character floats, 320 columns): put them
+# back, the doctests of the package compare printed arrays
+np.set_printoptions(**_NUMPY_PRINT)
+torch.set_printoptions(profile="default")
 
 EXAMPLE = (2, 3, 256, 320)
 OTHERS = [(1, 3, 320, 224), (3, 3, 160, 160)]
