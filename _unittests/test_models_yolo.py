@@ -53,10 +53,6 @@ def check_yolo(config: str, example: tuple = EXAMPLE) -> None:
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(w).max())))
 
 
-def test_yolo11_segment_any_batch_and_size():
-    check_yolo("yolo11n-seg.yaml")
-
-
 def test_yolo_from_a_batch_of_one():
     """A batch-1 example run once eagerly, exported with a dynamic batch, height and width: the size-oblivious
     capture and the heads' anchors made at every call give one graph right at batches 1, 3 and 5 and other sizes
@@ -65,8 +61,8 @@ def test_yolo_from_a_batch_of_one():
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("config", ["yolov8n.yaml", "yolov8n-pose.yaml", "yolo11n.yaml", "yolo11n-pose.yaml",
-                                    "yolo11n-obb.yaml", "yolo26n.yaml", "yolo26n-seg.yaml"])
+@pytest.mark.parametrize("config", ["yolov8n.yaml", "yolov8n-pose.yaml", "yolo11n.yaml", "yolo11n-seg.yaml",
+                                    "yolo11n-pose.yaml", "yolo11n-obb.yaml", "yolo26n.yaml", "yolo26n-seg.yaml"])
 def test_yolo_any_batch_and_size(config):
     check_yolo(config)
 
