@@ -229,9 +229,9 @@ def _table(results: list[dict]) -> str:
     official = sum(bool(r.get("official", {}).get("ok")) for r in results)
     rows.append("")
     run = sum("skipped" not in r for r in results)
+    behind = [r["model"] for r in results if r.get("official", {}).get("ok") and not r.get("ours", {}).get("ok")]
     rows.append(f"ok: ours {ours}, official {official} of the {run} run ({len(results) - run} skipped); "
-                "official ok and ours not: "
-                f"{[r['model'] for r in results if r.get('official', {}).get('ok') and not r.get('ours', {}).get('ok')]}")
+                f"official ok and ours not: {', '.join(behind) if behind else 'none'}")
     if both:
         import math
 
@@ -274,8 +274,8 @@ def render_rst(results: list[dict], command: str, note: str = "") -> str:
         else:
             o, f = r.get("ours", {}), r.get("official", {})
 
-            def pair(key: str, fmt: str) -> str:
-                return " / ".join("-" if d.get(key) is None else format(d[key], fmt) for d in (o, f))
+            def pair(key: str, fmt: str) -> str:  # "n/a", not "-": a cell starting with "- " is a bullet list
+                return " / ".join("n/a" if d.get(key) is None else format(d[key], fmt) for d in (o, f))
 
             failure = "; ".join(f"{k}: {v['error']}" for k, v in (("to_onnx", o), ("official", f)) if v.get("error"))
             cells = [r["model"], f"{r['params_m']:.1f}", "ok" if o.get("ok") else "no", "ok" if f.get("ok") else "no",
