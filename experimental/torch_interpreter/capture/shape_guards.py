@@ -241,24 +241,20 @@ def guards(ep: torch.export.ExportedProgram, input_names: list[str]) -> list[dic
     """
     axes = _input_axes(ep, input_names)
     found: list[dict[str, str]] = []
-    for condition, node, why in _conditions(ep):
+    code_guards = ((c, None, "a guard of the model's code on a size, which the graph assumes", line)
+                   for c, line in _code_guards(ep))
+    for condition, node, why, line in [*((c, n, w, None) for c, n, w in _conditions(ep)), *code_guards]:
         if condition is sympy.true or not condition.free_symbols:
             continue
         if not condition.free_symbols <= set(axes):
-            logger.debug("condition %s of node %s is on sizes the inputs do not give: not kept", condition, node)
+            logger.debug("condition %s of %s is on sizes the inputs do not give: not kept", condition, node or line)
             continue
         named = condition.xreplace({s: sympy.Symbol(axes[s]) for s in condition.free_symbols})
         check = _Printer().doprint(named)
         if any(g["check"] == check for g in found):
             continue  # the same condition met again (every layer adds the same broadcast): checked once
-        found.append({"check": check, "why": why, "node": node.name, "source": source_line(node)})
-    for condition, line in _code_guards(ep):
-        if not condition.free_symbols or not condition.free_symbols <= set(axes):
-            continue
-        check = _Printer().doprint(condition.xreplace({s: sympy.Symbol(axes[s]) for s in condition.free_symbols}))
-        if all(g["check"] != check for g in found):
-            found.append({"check": check, "why": "a guard of the model's code on a size, which the graph assumes",
-                          "node": "", "source": line})
+        found.append({"check": check, "why": why, "node": node.name if node is not None else "",
+                      "source": source_line(node) if node is not None else line})
     return found
 
 
