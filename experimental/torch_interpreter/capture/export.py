@@ -127,7 +127,8 @@ def torch_output() -> Iterator[io.StringIO]:
             h.removeFilter(collect)
 
 
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+#: torch's installation folder: its frames are not the model's
+TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 #: the package's own frames (capture, patches, the PythonOp hook...) are not the model's code
 _OWN_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep
 _STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
@@ -157,7 +158,7 @@ def _frames(e: BaseException) -> list[traceback.FrameSummary]:
 
 
 def _is_library(filename: str) -> bool:
-    return filename.startswith((_TORCH_DIR, _OWN_DIR, _STDLIB_DIR)) or filename.startswith("<")
+    return filename.startswith((TORCH_DIR, _OWN_DIR, _STDLIB_DIR)) or filename.startswith("<")
 
 
 def model_frame(e: BaseException) -> traceback.FrameSummary | None:
@@ -206,7 +207,7 @@ def where_it_failed(e: BaseException) -> str:
     )
     internal = (
         innermost is not None
-        and innermost.filename.startswith(_TORCH_DIR)
+        and innermost.filename.startswith(TORCH_DIR)
         and not through_op
         and type(e).__module__ == "builtins"
         and isinstance(e, (IndexError, KeyError, AttributeError, AssertionError, TypeError, ValueError))
@@ -214,7 +215,7 @@ def where_it_failed(e: BaseException) -> str:
     if internal:
         text += (
             f"\nThe {type(e).__name__} was raised inside torch's own code "
-            f"({os.path.relpath(innermost.filename, _TORCH_DIR)}:{innermost.lineno} in {innermost.name}), not by "
+            f"({os.path.relpath(innermost.filename, TORCH_DIR)}:{innermost.lineno} in {innermost.name}), not by "
             "an operator's check: torch.export (or the torch function called there) could not handle the model "
             "code above. Try the other mode (strict=True/False), bypass_export_some_errors(), or rewrite that line."
         )

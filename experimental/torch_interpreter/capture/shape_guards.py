@@ -41,6 +41,7 @@ from torch.export.graph_signature import InputKind
 from ..logs import warn_at_user
 from ..metadata import SHAPE_GUARDS, write_json
 from ..provenance import portable_path, source_line
+from .export import TORCH_DIR
 from .range_constraints import RangeConstraintWarning
 
 logger = logging.getLogger(__name__)
@@ -190,9 +191,6 @@ class _Printer(sympy.printing.str.StrPrinter):
         return f"({e.p} / {e.q})"
 
 
-_TORCH_FOLDER = os.path.dirname(torch.__file__) + os.sep
-
-
 def _shape_env(ep: torch.export.ExportedProgram) -> Any:
     """The shape environment of ``ep``'s symbolic sizes, None for a static program."""
     for node in ep.graph.nodes:
@@ -221,7 +219,7 @@ def _code_guards(ep: torch.export.ExportedProgram) -> Iterator[tuple[sympy.Basic
     for guard in getattr(env, "guards", None) or []:
         frame = guard.sloc.framework_loc
         filename = frame.filename if isinstance(frame, traceback.FrameSummary) else None
-        if filename is None or os.path.abspath(filename).startswith(_TORCH_FOLDER) or _is_bound(guard.expr):
+        if filename is None or os.path.abspath(filename).startswith(TORCH_DIR) or _is_bound(guard.expr):
             continue
         yield guard.expr, f"{portable_path(filename)}:{frame.lineno}: {(frame.line or '').strip()}"
 
