@@ -17,6 +17,8 @@ import onnx_ir as ir
 from ..translation.context import NodeContext
 from ..translation.registry import register
 from ._common import INT64, normalize_dim
+from .views import aten_slice_scatter
+from .views_backward import aten_slice_backward
 
 
 def _is_pair(ctx: NodeContext, index: int) -> bool:
@@ -30,17 +32,14 @@ def _parts(ctx: NodeContext, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     return ctx.op("Split", x, ctx.const([1, 1], INT64), axis=-1, num_outputs=2)
 
 
-def _real_as_pair_operand(ctx: NodeContext, x: Any, dtype: ir.DataType) -> ir.Value:
-    """A real tensor or scalar multiplying or adding to a pair: a trailing axis of 1 broadcasts it."""
-    if isinstance(x, ir.Value):
-        return ctx.op("Unsqueeze", ctx.cast(x, dtype), ctx.const([-1], INT64))
-    if isinstance(x, complex):
-        raise NotImplementedError(f"a Python complex scalar ({x}) as operand is not supported")
-    return ctx.const(float(x), dtype)
-
-
 def _pair_dtype(ctx: NodeContext) -> ir.DataType:
     return ir.DataType.DOUBLE if "128" in str(ctx.val.dtype) else ir.DataType.FLOAT
+
+
+def _real_to_pair(ctx: NodeContext, x: ir.Value) -> ir.Value:
+    """The pair of a real tensor: imaginary part 0 (zeros of its shape, not ``x * 0``, NaN where ``x`` is inf)."""
+    real = ctx.cast(x, _pair_dtype(ctx))
+    return complex_complex(ctx, real, ctx.op("Expand", ctx.const(0.0, _pair_dtype(ctx)), ctx.op("Shape", real)))
 
 
 # -- boundary ---------------------------------------------------------------------------------------------
@@ -75,38 +74,43 @@ def complex_real(ctx: NodeContext, self: ir.Value) -> ir.Value:
 
 
 # -- arithmetic -------------------------------------------------------------------------------------------
+def _operand_pair(ctx: NodeContext, x: Any, index: int, dtype: ir.DataType) -> ir.Value:
+    """Argument ``index`` as a pair: a real tensor or number is promoted as PyTorch promotes it, imaginary part 0
+    (zeros, not ``x * 0``, which is NaN where ``x`` is infinite)."""
+    if isinstance(x, ir.Value):
+        return ctx.cast(x, dtype) if _is_pair(ctx, index) else _real_to_pair(ctx, x)
+    if isinstance(x, complex):
+        raise NotImplementedError(f"a Python complex scalar ({x}) as operand is not supported")
+    return ctx.const([float(x), 0.0], dtype)
+
+
 @register("complex::mul.Tensor", "complex::mul.Scalar")
 def complex_mul(ctx: NodeContext, self: Any, other: Any) -> ir.Value:
     """mul.Tensor(Tensor self, Tensor other) -> Tensor: ``(a + bi)(c + di) = (ac - bd) + (ad + bc)i``; a real
-    operand scales both parts."""
+    operand is promoted first (``d = 0``), as PyTorch does: ``(inf + 2i) * 3`` is ``inf + nan i`` there too."""
     dtype = _pair_dtype(ctx)
-    left, right = _is_pair(ctx, 0), _is_pair(ctx, 1)
-    if left and right:
-        a, b = _parts(ctx, self)
-        c, d = _parts(ctx, other)
-        re = ctx.op("Sub", ctx.op("Mul", a, c), ctx.op("Mul", b, d))
-        im = ctx.op("Add", ctx.op("Mul", a, d), ctx.op("Mul", b, c))
-        return ctx.op("Concat", re, im, axis=-1)
-    pair, real = (self, other) if left else (other, self)
-    return ctx.op("Mul", ctx.cast(pair, dtype), _real_as_pair_operand(ctx, real, dtype))
+    a, b = _parts(ctx, _operand_pair(ctx, self, 0, dtype))
+    c, d = _parts(ctx, _operand_pair(ctx, other, 1, dtype))
+    re = ctx.op("Sub", ctx.op("Mul", a, c), ctx.op("Mul", b, d))
+    im = ctx.op("Add", ctx.op("Mul", a, d), ctx.op("Mul", b, c))
+    return ctx.op("Concat", re, im, axis=-1)
 
 
 def _add_sub(ctx: NodeContext, op_type: str, self: Any, other: Any, alpha: Any) -> ir.Value:
+    """``self ± alpha * other`` as PyTorch computes it: ``other`` promoted, then multiplied by the complex
+    ``alpha = 1 + 0i`` (``c + di`` becomes ``(c - 0d) + (d + 0c)i``: a NaN part beside an infinite one)."""
     dtype = _pair_dtype(ctx)
     if alpha != 1:
         raise NotImplementedError(f"complex {op_type} with alpha={alpha} is not supported")
-    left, right = _is_pair(ctx, 0), _is_pair(ctx, 1)
-    if left and right:
-        return ctx.op(op_type, self, other)
+    c, d = _parts(ctx, _operand_pair(ctx, other, 1, dtype))
     zero = ctx.const(0.0, dtype)
-
-    def as_pair(x: Any) -> ir.Value:  # a real operand: imaginary part 0
-        re = _real_as_pair_operand(ctx, x, dtype)
-        if not isinstance(x, ir.Value):
-            re = ctx.op("Reshape", re, ctx.const([1], INT64))
-        return ctx.op("Concat", re, ctx.op("Mul", re, zero), axis=-1)
-
-    return ctx.op(op_type, self if left else as_pair(self), other if right else as_pair(other))
+    scaled = ctx.op(
+        "Concat",
+        ctx.op("Sub", c, ctx.op("Mul", zero, d)),
+        ctx.op("Add", d, ctx.op("Mul", zero, c)),
+        axis=-1,
+    )
+    return ctx.op(op_type, _operand_pair(ctx, self, 0, dtype), scaled)
 
 
 @register("complex::add.Tensor")
@@ -127,6 +131,23 @@ def complex_neg(ctx: NodeContext, self: ir.Value) -> ir.Value:
     return ctx.op("Neg", self)
 
 
+@register("complex::sgn.default")
+def complex_sgn(ctx: NodeContext, self: ir.Value) -> ir.Value:
+    """sgn(Tensor self) -> Tensor: ``z / |z|``, 0 where ``z`` is 0; the division written as PyTorch's complex
+    division by a real ``c`` (``rat = 0 / c``, ``scl = 1 / (c + 0 * rat)``, ``((a + b rat) scl, (b - a rat) scl)``)
+    so that infinite and NaN parts give its NaNs, in the pair's type."""
+    dtype = _pair_dtype(ctx)
+    a, b = _parts(ctx, self)
+    c = ctx.op("Unsqueeze", _modulus(ctx, self, dtype), ctx.const([-1], INT64))
+    zero = ctx.const(0.0, dtype)
+    rat = ctx.op("Div", zero, c)
+    scl = ctx.op("Reciprocal", ctx.op("Add", c, ctx.op("Mul", zero, rat)))
+    re = ctx.op("Mul", ctx.op("Add", a, ctx.op("Mul", b, rat)), scl)
+    im = ctx.op("Mul", ctx.op("Sub", b, ctx.op("Mul", a, rat)), scl)
+    is_zero = ctx.op("And", ctx.op("Equal", a, zero), ctx.op("Equal", b, zero))
+    return ctx.op("Where", is_zero, zero, ctx.op("Concat", re, im, axis=-1))
+
+
 @register("complex::resolve_conj.default", "complex::resolve_neg.default")
 def complex_resolve_conj(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """resolve_conj(Tensor(a) self) -> Tensor(a): the pair already holds the values a conjugate view reads."""
@@ -144,7 +165,11 @@ def complex_abs(ctx: NodeContext, self: ir.Value) -> ir.Value:
     """abs(Tensor self) -> Tensor: ``|a + bi|`` as PyTorch's ``hypot(a, b)``, a real tensor: ``sqrt(a² + b²)``
     in double for complex64 (no overflow nor underflow of float32 parts), scaled by ``max(|a|, |b|)`` for
     complex128; ``inf`` when a part is infinite, even with a NaN beside it."""
-    dtype = ctx.out_dtype
+    return _modulus(ctx, self, ctx.out_dtype)
+
+
+def _modulus(ctx: NodeContext, self: ir.Value, dtype: ir.DataType) -> ir.Value:
+    """``|a + bi|`` of a pair, a real tensor of type ``dtype`` (the pair's real type), as ``complex_abs``."""
     double = ir.DataType.DOUBLE
     a, b = (ctx.cast(p, double) for p in _parts(ctx, self))
     infinite = ctx.op("Or", ctx.op("IsInf", a), ctx.op("IsInf", b))
@@ -182,7 +207,10 @@ def complex__assert_tensor_metadata(ctx: NodeContext, *args: Any, **kwargs: Any)
           "complex::alias.default", "complex::contiguous.default")
 def complex_to(ctx: NodeContext, self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
     """to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, ...) -> Tensor(a): a copy; the complex
-    dtype kept (a conversion to or from a real dtype is not supported)."""
+    dtype kept, or a real tensor made complex (imaginary part 0; a complex to real conversion, which drops the
+    imaginary part, and one between complex types are not supported)."""
+    if not _is_pair(ctx, 0) and ctx.val.is_complex():
+        return _real_to_pair(ctx, self)
     if not (_is_pair(ctx, 0) and ctx.val.is_complex()) or ctx.arg_val(0).dtype != ctx.val.dtype:
         raise NotImplementedError(
             f"a conversion from {ctx.arg_val(0).dtype} to {ctx.val.dtype} is not supported; "
@@ -259,3 +287,45 @@ def complex_cat(ctx: NodeContext, tensors: Sequence[ir.Value], dim: int = 0) -> 
         raise NotImplementedError("cat of complex and real tensors is not supported")
     axis = normalize_dim(dim, vals[0].dim())
     return ctx.op("Concat", *tensors, axis=axis)
+
+
+# -- creation and writes ------------------------------------------------------------------------------------
+@register("complex::new_zeros.default")
+def complex_new_zeros(ctx: NodeContext, self: ir.Value, size: Sequence[Any], **options: Any) -> ir.Value:
+    """new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor: zeros of a complex type
+    (a real dtype given by ``dtype`` is not supported here)."""
+    if not ctx.val.is_complex():
+        raise NotImplementedError(f"new_zeros of {ctx.val.dtype} from a complex tensor is not supported")
+    return ctx.op("Expand", ctx.const(0.0, _pair_dtype(ctx)), ctx.int64s([*size, 2]))
+
+
+@register("complex::copy.default")
+def complex_copy(ctx: NodeContext, self: ir.Value, src: ir.Value, non_blocking: bool = False) -> ir.Value:
+    """copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor: ``src`` (a real one with imaginary part
+    0) broadcast to ``self``'s shape."""
+    if not ctx.val.is_complex():
+        raise NotImplementedError("copy of a complex tensor into a real one (torch drops the imaginary part)")
+    pair = src if _is_pair(ctx, 1) else _real_to_pair(ctx, src)
+    return ctx.op("Expand", pair, ctx.op("Shape", self))
+
+
+@register("complex::slice_scatter.default")
+def complex_slice_scatter(
+    ctx: NodeContext, self: ir.Value, src: ir.Value, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
+) -> ir.Value:
+    """slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)
+    -> Tensor: the real converter on the pairs, ``dim`` counted without the pair axis."""
+    if not (_is_pair(ctx, 0) and _is_pair(ctx, 1)):
+        raise NotImplementedError("slice_scatter of a real tensor into a complex one (or back) is not supported")
+    axis = normalize_dim(dim, ctx.arg_val(0).dim())
+    return aten_slice_scatter(ctx, self, src, axis, start, end, step)
+
+
+@register("complex::slice_backward.default")
+def complex_slice_backward(
+    ctx: NodeContext, grad_output: ir.Value, input_sizes: Sequence[Any], dim: int, start: Any, end: Any, step: int
+) -> ir.Value:
+    """slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step)
+    -> Tensor: the real converter on the pair, whose axis is one more size."""
+    axis = normalize_dim(dim, len(input_sizes))
+    return aten_slice_backward(ctx, grad_output, [*input_sizes, 2], axis, start, end, step)

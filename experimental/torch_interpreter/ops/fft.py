@@ -399,3 +399,38 @@ def aten_fft_fftfreq(ctx: NodeContext, n: int, d: float = 1.0, **kwargs: Any) ->
     k = np.arange(n // 2 + 1) if ctx.op_name == "fft_rfftfreq" else np.rint(np.fft.fftfreq(n) * n)
     t = ctx.out_dtype.numpy()
     return ctx.const(k.astype(t) * t.type(1.0 / (n * d)), ctx.out_dtype)
+
+
+# -- the primitives torch.fft lowers to (AOTAutograd's forward and backward graphs) --------------------------
+def _norm_name(normalization: int, scaled: str) -> str:
+    """The ``norm`` string of PyTorch's ``fft_norm_mode`` (0: none, 1: by ``1/sqrt(n)``, 2: by ``1/n``) for a
+    transform whose ``scaled`` norm divides by ``n``."""
+    if normalization not in (0, 1, 2):
+        raise ValueError(f"unknown FFT normalization mode {normalization}")
+    unscaled = "forward" if scaled == "backward" else "backward"
+    return (unscaled, "ortho", scaled)[normalization]
+
+
+@register("complex::_fft_r2c.default")
+def complex__fft_r2c(ctx: NodeContext, self: ir.Value, dim: Sequence[int], normalization: int, onesided: bool) -> ir.Value:
+    """_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor: the forward DFT of a real
+    tensor over ``dim`` (the last one-sided when ``onesided``), a real pair"""
+    return _c2c(ctx, self, list(dim), [None] * len(dim), _norm_name(normalization, "forward"), False, onesided)
+
+
+@register("complex::_fft_c2c.default")
+def complex__fft_c2c(ctx: NodeContext, self: ir.Value, dim: Sequence[int], normalization: int, forward: bool) -> ir.Value:
+    """_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor: the complex DFT over
+    ``dim`` (``exp(-i...)`` when ``forward``), a real pair"""
+    scaled = "forward" if forward else "backward"
+    return _c2c(ctx, self, list(dim), [None] * len(dim), _norm_name(normalization, scaled), not forward)
+
+
+@register("complex::_fft_c2r.default")
+def complex__fft_c2r(
+    ctx: NodeContext, self: ir.Value, dim: Sequence[int], normalization: int, last_dim_size: int
+) -> ir.Value:
+    """_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor: the inverse of a
+    one-sided spectrum over ``dim``, ``last_dim_size`` real points on the last one"""
+    sizes: list[Any] = [None] * (len(dim) - 1) + [last_dim_size]
+    return _c2r(ctx, self, list(dim), sizes, _norm_name(normalization, "backward"), False)

@@ -1,7 +1,7 @@
 """A translated graph run by onnxruntime with torch tensors in and out: the inputs are bound through DLPack (no copy;
 on a GPU they stay there), the outputs come back as torch tensors sharing onnxruntime's buffers; an input the graph
 returns as it is, a view of an input (replayed by PyTorch, :mod:`.view_outputs`), ``None`` and Python numbers never
-cross onnxruntime.
+cross onnxruntime; a complex tensor crosses as its real pair (``torch.view_as_real``, ``view_as_complex``).
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ class OrtGraph:
         for name, index in zip(self._names, self.translated.inputs):
             value = args[index]
             if isinstance(value, torch.Tensor):
-                feeds[name] = value.detach() if value.is_contiguous() else value.detach().contiguous()
+                value = torch.view_as_real(value.detach().resolve_conj()) if value.is_complex() else value.detach()
+                feeds[name] = value if value.is_contiguous() else value.contiguous()
             else:
                 feeds[name] = np.array(int(value), dtype=np.int64)
         return feeds
@@ -85,7 +86,9 @@ class OrtGraph:
         for slot in self.translated.outputs:
             if slot.kind == "onnx":
                 out = outs[slot.index]
-                result.append(int(out.reshape(-1)[0]) if slot.as_int else out)
+                result.append(
+                    int(out.reshape(-1)[0]) if slot.as_int else torch.view_as_complex(out) if slot.as_complex else out
+                )
             elif slot.kind == "input":
                 result.append(inputs[slot.index])
             elif slot.kind == "view":

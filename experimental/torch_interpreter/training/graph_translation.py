@@ -1,7 +1,7 @@
 """One of AOTAutograd's graphs (forward or backward) translated into an ONNX model by the project's converters.
 
 The graph is translated as AOTAutograd gives it: its placeholders become the model's inputs (tensors, and
-int64 scalars for the dynamic sizes), its outputs the model's outputs, except what needs no onnxruntime run:
+int64 scalars for the dynamic sizes; a complex tensor as its real pair ``[..., 2]``), its outputs the model's outputs, except what needs no onnxruntime run:
 ``None``, Python numbers, and an input returned as it is (handed back without a copy).
 """
 
@@ -19,6 +19,7 @@ import torch.fx
 from ..errors import ConversionError, UnsupportedOpError
 from ..optimize import optimize_model
 from ..provenance import target_key
+from ..translation.complex_pairs import is_complex
 from ..translation.context import flatten
 from ..translation.interpreter import Interpreter, missing_converters, raise_if_missing
 from ..translation.registry import Registry
@@ -64,6 +65,8 @@ class Slot:
     value: Any = None
     #: a dynamic size the model returns as an int64 scalar: given back as a Python int
     as_int: bool = False
+    #: a complex tensor the model returns as its real pair ``[..., 2]``: given back as a complex tensor
+    as_complex: bool = False
 
 
 @dataclass
@@ -124,11 +127,11 @@ def translate_graph(
         elif id(value) in graph_inputs and not as_int:
             slots.append(Slot("input", graph_inputs[id(value)]))
         elif id(value) in seen:
-            slots.append(Slot("onnx", seen[id(value)], as_int=as_int))
+            slots.append(Slot("onnx", seen[id(value)], as_int=as_int, as_complex=is_complex(val)))
         else:
             seen[id(value)] = len(producers)
             interpreter.output(value, f"output_{len(producers)}")
-            slots.append(Slot("onnx", len(producers), as_int=as_int))
+            slots.append(Slot("onnx", len(producers), as_int=as_int, as_complex=is_complex(val)))
             producers.append(fx.name if isinstance(fx, torch.fx.Node) else str(fx))
     model = interpreter.to_model()
     optimize_model(model, optimize)

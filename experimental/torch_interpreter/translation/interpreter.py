@@ -155,6 +155,8 @@ class Interpreter:
         """A new input of this interpreter's graph, typed and shaped like ``val`` (a FakeTensor, a SymInt, a SymBool
         or the Python number it stands for): the one place a graph input gets its type."""
         dtype = value_type(val)
+        if is_complex(val):  # a complex tensor travels as its real pair (a training graph's saved spectrum)
+            return self.builder.input(name, *pair_type(val, self.onnx_shape(val)))
         if isinstance(val, torch.Tensor):
             return self.builder.input(name, dtype, self.onnx_shape(val))
         if isinstance(val, (torch.SymInt, torch.SymBool, int, bool)):
