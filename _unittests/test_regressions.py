@@ -898,3 +898,15 @@ def test_guard_of_the_models_code_on_a_size_is_checked():
         torch.testing.assert_close(torch.from_numpy(sess.run(None, {"x": x})[0]), model(x))
     with pytest.raises(RuntimeFeedError, match=r"% 2\) == 0.*if h % 2 == 0"):
         sess.run(None, {"x": torch.randn(3, 7)})
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "constant"])
+def test_pad_after_transpose_on_a_dynamic_axis(mode):
+    """Fuzz seed 200662: a Pad with an ``axes`` input after a Transpose: onnxruntime's transpose optimizer permuted
+    its amounts as if they covered every axis (a Gather out of bounds at run time); the amounts cover every axis."""
+    def fn(x):
+        y = F.pad(torch.cummax(x, -2).values, (1, 2), mode=mode)
+        return y @ y.transpose(-1, -2)
+
+    A = torch.export.Dim.AUTO
+    check_model(Fn(fn), (torch.randn(2, 3),), dynamic_shapes=({0: A, 1: A},), more_inputs=[((torch.randn(3, 5),), {})])

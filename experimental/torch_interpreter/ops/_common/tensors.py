@@ -201,7 +201,12 @@ def pad_axes(
             x = ctx.op("Concat", *parts, axis=axis)
         return x
     onnx_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
-    pads = ctx.const([g[1] for g in grows] + [g[2] for g in grows], INT64)
+    # amounts for every axis, no ``axes`` input: onnxruntime's transpose optimizer permutes a Pad's amounts as if
+    # they covered every axis (a Gather out of bounds at run time when a Transpose comes before the Pad)
+    amounts = [0] * (2 * rank)
+    for axis, before, after in grows:
+        amounts[axis], amounts[rank + axis] = before, after
+    pads = ctx.const(amounts, INT64)
     wide = widen(ctx, x, "Pad")
     inputs = [wide, pads]
     if mode == "constant":
@@ -211,9 +216,6 @@ def pad_axes(
         elif not dtype.is_floating_point():
             fill = int(fill)
         inputs.append(ctx.const(fill, wide.dtype))
-    else:
-        inputs.append(None)
-    inputs.append(ctx.const([g[0] for g in grows], INT64))
     return ctx.cast(ctx.op("Pad", *inputs, mode=onnx_mode), dtype)
 
 
