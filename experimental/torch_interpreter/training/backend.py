@@ -22,7 +22,8 @@ from typing import Any
 import onnxruntime as ort
 import torch
 import torch.fx
-from functorch.compile import aot_module_simplified, make_boxed_func
+from functorch.compile import make_boxed_func
+from torch._dynamo.backends.common import aot_autograd
 
 from ..errors import ConversionError, EagerFallbackWarning, ProviderError, TorchInterpreterError, TorchInterpreterWarning
 from ..providers import ONNXRUNTIME_NAMES
@@ -165,14 +166,15 @@ class OrtBackend:
         keep_functions(self.options.autograd_functions)  # for the next graphs
         compile_ = functools.partial(self._compile, self.compilations)
         with capture_autograd_functions(self.options.autograd_functions, training=True, differentiable=True):
+            # torch's documented way for a custom backend (AotAutograd): DDPOptimizer counts its calls to know
+            # that each bucket's graph went through AOTAutograd (aot_module_simplified alone left the count as it
+            # was, and the first backward of a model split in buckets failed: "found bucket -1")
             return track_outputs(
-                aot_module_simplified(
-                    gm,
-                    example_inputs,
+                aot_autograd(
                     fw_compiler=functools.partial(compile_, "forward"),
                     bw_compiler=functools.partial(compile_, "backward"),
                     inference_compiler=functools.partial(compile_, "inference"),
-                )
+                )(gm, example_inputs)
             )
 
     def compile(self, model: torch.nn.Module, **kwargs: Any) -> torch.nn.Module:
