@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import GenAIError
 from .inputs import DecoderInputs
+
+#: the longest context a package is made for (its rotary tables hold one row per position): above the longest
+#: published one (Llama 4 Scout's 10,485,760 positions), a config asking for more is refused before any allocation
+MAX_CONTEXT_LENGTH = 2**24
 
 #: the model types onnxruntime-genai knows as decoders with one key and one value per layer (its ``gpt2`` reads a
 #: cache of another layout); any other decoder is its generic ``"decoder"``
@@ -45,10 +50,18 @@ def context_length(config: Any) -> int:
     """The longest sequence the package generates: the model's position table, or a sliding window when the
     cache keeps one (onnxruntime-genai gives every layer's cache one length)."""
     text = config.get_text_config(decoder=True)
-    length = next((getattr(text, k) for k in ("max_position_embeddings", "n_positions", "max_sequence_length",
-                                              "seq_length") if getattr(text, k, None)), 2048)
+    key, length = next(((k, getattr(text, k)) for k in ("max_position_embeddings", "n_positions",
+                                                        "max_sequence_length", "seq_length") if getattr(text, k, None)),
+                       ("default", 2048))
+    if isinstance(length, bool) or not isinstance(length, int) or not 0 < length <= MAX_CONTEXT_LENGTH:
+        raise GenAIError(
+            f"the model's config gives {key}={repr(length)[:40]}: a context length is a whole number of positions "
+            f"from 1 to {MAX_CONTEXT_LENGTH:,} (the package's rotary tables hold one row per position)"
+        )
     window = getattr(text, "sliding_window", None)
-    return int(min(length, window) if isinstance(window, int) and window > 0 else length)
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return min(length, window)
+    return length
 
 
 def genai_config(config: Any, generation: Any, inputs: DecoderInputs, *, provider: str, filename: str,

@@ -27,6 +27,7 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 
+from ..errors import GenAIError
 from ..optimize.graph_match import initializer, int64s, producer
 from ..provenance import copy_provenance
 
@@ -163,6 +164,24 @@ def _packed(query: ir.Value, key: ir.Value, value: ir.Value) -> ir.Value | None:
     return split.inputs[0]
 
 
+#: rotary tables up to this size are made whatever the model's size (a small model with a long context)
+TABLES_FLOOR_BYTES = 256 * 2**20
+
+
+def _check_table_size(model: ir.Model, cos: ir.Value, length: int) -> None:
+    """Refuses, before computing them, rotary tables out of proportion to the model: above
+    :data:`TABLES_FLOOR_BYTES` and above the bytes of its weights (a config asking for billions of positions)."""
+    half = cos.shape[-1] if cos.shape is not None and isinstance(cos.shape[-1], int) else 1
+    table_bytes = 2 * length * half * 4  # the cosines and the sines, computed in float32
+    weights = sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
+    if table_bytes > max(TABLES_FLOOR_BYTES, weights):
+        raise GenAIError(
+            f"the rotary tables of a {length:,}-position context would take {table_bytes / 2**30:.1f} GiB, more than "
+            f"the model's weights ({weights / 2**30:.2f} GiB): the context length of the model's config is out of "
+            "proportion to the model; lower max_position_embeddings in its config.json"
+        )
+
+
 def rotary_tables(model: ir.Model, cos: ir.Value, sin: ir.Value, length: int) -> tuple[np.ndarray, np.ndarray]:
     """The cosines and sines the model computes for the positions ``0 .. length - 1``: the part of the graph
     computing ``cos`` and ``sin`` run by onnxruntime on one row of ``length`` tokens (``[length, rotary / 2]``)."""
@@ -227,6 +246,7 @@ def fuse_group_query_attention(model: ir.Model, context_length: int) -> Fusion:
         if layer.rotary is not None:
             cos, sin = layer.rotary[0].inputs[1:]
             if (id(cos), id(sin)) not in tables:
+                _check_table_size(model, cos, context_length)
                 tables[id(cos), id(sin)] = rotary_tables(model, cos, sin, context_length)
     first = next(iter(graph))
     lengths = _lengths(graph, mask, first)

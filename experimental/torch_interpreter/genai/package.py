@@ -122,6 +122,7 @@ def export_genai(
     with verbosity(verbose):
         meta = precision != "int4" and _checkpoint_bytes(model) > META_ABOVE_BYTES
         lm = load_causal_lm(model, dtype, meta=meta, trust_remote_code=trust_remote_code)
+        context_length(lm.config)  # a context length out of bounds refused before the export
         logger.info("exporting %s for onnxruntime-genai (%s, %s)", type(lm.model).__name__, precision, provider)
         inputs = decoder_inputs(lm.model)
         onx = _decoder(lm.model, inputs, provider, lm.weights)

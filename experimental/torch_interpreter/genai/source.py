@@ -90,12 +90,12 @@ def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code:
         raise GenAIError(str(e)) from e
     try:
         config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
-    except (ValueError, KeyError, OSError) as e:
+    except Exception as e:  # noqa: BLE001  (reading the user's file: whatever transformers raises refuses it)
         if "trust_remote_code" in str(e):
             raise GenAIError(
                 f"{folder!r} names code of its own in config.json (auto_map): it is not run unless "
                 "trust_remote_code=True is given (export_genai(..., trust_remote_code=True))") from e
-        raise GenAIError(f"transformers cannot read {folder}/config.json: {e}") from e
+        raise GenAIError(f"transformers cannot read {folder}/config.json: {type(e).__name__}: {str(e)[:500]}") from e
     try:
         if not meta:
             return transformers.AutoModelForCausalLM.from_pretrained(
@@ -108,12 +108,14 @@ def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code:
         if os.path.exists(os.path.join(folder, "generation_config.json")):
             module.generation_config = transformers.GenerationConfig.from_pretrained(folder)
         return module
-    except ValueError as e:
+    except Exception as e:  # noqa: BLE001  (the folder's weights and generation config, read by transformers)
         if "Unrecognized configuration class" in str(e):
             raise GenAIError(
                 f"{folder!r} holds a {config.model_type!r} model, which transformers has no causal language model "
                 "class for: onnxruntime-genai generates with decoders (AutoModelForCausalLM)") from e
-        raise GenAIError(f"transformers cannot load the causal LM of {folder!r}: {e}") from e
+        raise GenAIError(
+            f"transformers cannot load the causal LM of {folder!r}: {type(e).__name__}: {str(e)[:500]}"
+        ) from e
 
 
 def _dtype_of(module: torch.nn.Module) -> torch.dtype | None:
