@@ -910,3 +910,19 @@ def test_pad_after_transpose_on_a_dynamic_axis(mode):
 
     A = torch.export.Dim.AUTO
     check_model(Fn(fn), (torch.randn(2, 3),), dynamic_shapes=({0: A, 1: A},), more_inputs=[((torch.randn(3, 5),), {})])
+
+
+@pytest.mark.parametrize("perm", [(1, 0, 2), (1, 2, 0), (1, 2, 0, 3), (1, 2, 3, 0)])
+def test_float16_matmul_of_a_batch_transpose_by_a_constant(perm):
+    """Fuzz seed 205178: a float16 MatMul by a constant reading a Transpose that moves a batch axis crashed
+    onnxruntime's CPU session creation (a segfault); computed in float32 and rounded once, as PyTorch's kernel."""
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("w", torch.randn(4, 3, generator=torch.Generator().manual_seed(1)).half())
+
+        def forward(self, x):
+            return x.permute(*perm) @ self.w
+
+    check_model(Model(), (torch.randn(*[4] * len(perm)).half(),), atol=1e-3, rtol=1e-3)

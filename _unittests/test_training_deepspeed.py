@@ -7,13 +7,13 @@ optional dependency, not installed by the README; ``test_training_zero3.py`` cov
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import warnings
 
 import pytest
 import torch
-import torch.distributed as dist
+
+from experimental.torch_interpreter.testing.processes import finish, left_on_error, read_results, store
 
 deepspeed = pytest.importorskip("deepspeed", reason="DeepSpeed is not installed (pip install deepspeed)")
 
@@ -28,9 +28,9 @@ def _worker(rank: int, folder: str) -> None:
     warnings.simplefilter("ignore", FutureWarning)  # torch 2.13 renames the collectives DeepSpeed calls
     from experimental.torch_interpreter.training import OrtBackend
 
-    deepspeed.init_distributed(dist_backend="gloo", init_method=f"file://{os.path.join(folder, 'store')}",
-                               rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=120))
-    try:
+    deepspeed.init_distributed(dist_backend="gloo", init_method=store(folder), rank=rank, world_size=WORLD,
+                               timeout=datetime.timedelta(seconds=120))
+    with left_on_error():
         config = {
             "train_micro_batch_size_per_gpu": 8,
             "optimizer": {"type": "AdamW", "params": {"lr": 1e-2, "torch_adam": True}},
@@ -59,19 +59,12 @@ def _worker(rank: int, folder: str) -> None:
                 result["functions"] = sorted(
                     {a.s.decode().rsplit(".", 1)[-1] for n in nodes for a in n.attribute if a.name == "func_name"}
                 )
-        with open(os.path.join(folder, f"rank{rank}.json"), "w") as f:
-            json.dump(result, f)
-        dist.barrier()
-    except BaseException:
-        dist.destroy_process_group()
-        raise
-    os._exit(0)  # both ranks are done (see test_training_distributed.py)
+    finish(rank, folder, result)
 
 
 def test_deepspeed_zero3_trains_in_onnxruntime(tmp_path):
     torch.multiprocessing.spawn(_worker, args=(str(tmp_path),), nprocs=WORLD)
-    for rank in range(WORLD):
-        result = json.loads((tmp_path / f"rank{rank}.json").read_text())
+    for rank, result in enumerate(read_results(str(tmp_path), WORLD)):
         kinds = {kind for kind, _ in result["graphs"]}
         assert kinds == {"forward", "backward"}, result["graphs"]
         assert all(runs_in == "onnxruntime" for _, runs_in in result["graphs"]), result["graphs"]

@@ -5,16 +5,13 @@ Llama; every forward and backward graph in onnxruntime on each rank, losses equa
 from __future__ import annotations
 
 import copy
-import datetime
-import json
-import os
 import warnings
 
 import pytest
 import torch
-import torch.distributed as dist
 
 from experimental.torch_interpreter import ConversionError, EagerFallbackWarning
+from experimental.torch_interpreter.testing.processes import finish, join_gloo, left_on_error, read_results
 from experimental.torch_interpreter.training import OrtBackend
 
 WORLD = 2
@@ -66,10 +63,8 @@ def _loss(name: str, net: torch.nn.Module, batch: torch.Tensor) -> torch.Tensor:
 
 
 def _worker(rank: int, name: str, how: str, folder: str) -> None:
-    # a file store (no port to race for) and a timeout: a rank that fails does not leave the other waiting 30 minutes
-    dist.init_process_group("gloo", init_method=f"file://{os.path.join(folder, 'store')}", rank=rank,
-                            world_size=WORLD, timeout=datetime.timedelta(seconds=120))
-    try:
+    join_gloo(rank, WORLD, folder)
+    with left_on_error():
         torch.manual_seed(0)
         width = 256 if how == "ddp-buckets" else 16  # 1.3 MB of parameters: two buckets
         model = _mlp(width) if name == "mlp" else _llama()
@@ -87,15 +82,7 @@ def _worker(rank: int, name: str, how: str, folder: str) -> None:
                 optimizer.step()
                 losses[mode].append(loss.item())
         result = {"losses": losses, "graphs": [[g.kind, g.runs_in] for g in backend.graphs]}
-        with open(os.path.join(folder, f"rank{rank}.json"), "w") as f:
-            json.dump(result, f)
-        dist.barrier()
-    except BaseException:
-        dist.destroy_process_group()
-        raise
-    # both ranks are done: leave without the destructors, where gloo's process group, kept alive by DDP's reducer
-    # after destroy_process_group, joined a thread waiting for the rank that had left (a hang seen in the suite)
-    os._exit(0)
+    finish(rank, folder, result)
 
 
 @pytest.mark.parametrize(
@@ -103,9 +90,7 @@ def _worker(rank: int, name: str, how: str, folder: str) -> None:
 )
 def test_two_processes_train_in_onnxruntime(tmp_path, name, how):
     torch.multiprocessing.spawn(_worker, args=(name, how, str(tmp_path)), nprocs=WORLD)
-    for rank in range(WORLD):
-        with open(tmp_path / f"rank{rank}.json") as f:
-            result = json.load(f)
+    for rank, result in enumerate(read_results(str(tmp_path), WORLD)):
         kinds = {kind for kind, _ in result["graphs"]}
         assert {"forward", "backward"} <= kinds, f"rank {rank}: {result['graphs']}"
         assert all(runs_in == "onnxruntime" for _, runs_in in result["graphs"]), result["graphs"]

@@ -10,16 +10,13 @@ both called back on every rank; losses and the trained shards equal eager's."""
 from __future__ import annotations
 
 import copy
-import datetime
-import json
-import os
 import warnings
 
-import onnx
 import pytest
 import torch
 import torch.distributed as dist
 
+from experimental.torch_interpreter.testing.processes import finish, join_gloo, left_on_error, read_results
 from experimental.torch_interpreter.training import OrtBackend
 
 WORLD = 2
@@ -93,9 +90,8 @@ def _model() -> torch.nn.Module:
 
 
 def _worker(rank: int, folder: str) -> None:
-    dist.init_process_group("gloo", init_method=f"file://{os.path.join(folder, 'store')}", rank=rank,
-                            world_size=WORLD, timeout=datetime.timedelta(seconds=120))
-    try:
+    join_gloo(rank, WORLD, folder)
+    with left_on_error():
         base = _model()
         result: dict = {}
         for mode in ("eager", "backend"):
@@ -122,20 +118,13 @@ def _worker(rank: int, folder: str) -> None:
                 result["graphs"] = [[g.kind, g.runs_in] for g in backend.graphs]
                 nodes = [n for g in backend.graphs for n in g.graph.model.graph.node]
                 result["nodes"] = sorted(n.op_type for n in nodes if n.domain == "com.microsoft")
-        with open(os.path.join(folder, f"rank{rank}.json"), "w") as f:
-            json.dump(result, f)
-        dist.barrier()
-    except BaseException:
-        dist.destroy_process_group()
-        raise
-    os._exit(0)  # both ranks are done (see test_training_distributed.py)
+    finish(rank, folder, result)
 
 
 def test_zero3_style_gathering_trains_through_python_ops(tmp_path):
     torch.multiprocessing.spawn(_worker, args=(str(tmp_path),), nprocs=WORLD)
     parameters = 2 * 3 + 2  # three Linear and one LayerNorm, weight and bias each
-    for rank in range(WORLD):
-        result = json.loads((tmp_path / f"rank{rank}.json").read_text())
+    for result in read_results(str(tmp_path), WORLD):
         assert result["graphs"] == [["forward", "onnxruntime"], ["backward", "onnxruntime"]], result["graphs"]
         assert result["nodes"] == ["PythonOp"] * parameters + ["PythonOpGrad"] * parameters, result["nodes"]
         # every gather and every reduce-scatter was called back by onnxruntime, once a step, as eagerly (the first

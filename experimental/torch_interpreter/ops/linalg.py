@@ -60,11 +60,31 @@ def _matmul(ctx: NodeContext, a: ir.Value, b: ir.Value, dtype: ir.DataType | Non
     wrong (``cummax(x, 0).values @ v`` ends in such a ``Transpose``: fuzz seed 9966)."""
     dtype = dtype or ctx.out_dtype
     vector = b.shape is not None and len(b.shape) == 1 and a.shape is not None and len(a.shape) >= 2
-    a, b = ctx.cast(a, dtype), ctx.cast(b, dtype)
+    # onnxruntime (1.32) crashes creating a CPU session (a segfault) where a float16 MatMul by a constant reads a
+    # Transpose moving a batch axis, with or without a Cast between them (x.movedim(0, -1) @ w: fuzz seed 205178):
+    # then the input is cast before the Transpose and the product computed in float32, rounded once, which is also
+    # PyTorch's CPU kernel (float32 accumulation)
+    compute = dtype
+    perm = _batch_moving_perm(a)
+    if dtype == ir.DataType.FLOAT16 and perm is not None:
+        compute = ir.DataType.FLOAT
+        a = ctx.op("Transpose", ctx.cast(a.producer().inputs[0], compute), perm=perm)
+    a, b = ctx.cast(a, compute), ctx.cast(b, compute)
     if vector:
         column = ctx.op("Unsqueeze", b, ctx.const([1], INT64))
-        return ctx.op("Squeeze", kernel_op(ctx, "MatMul", a, column, dtype=dtype), ctx.const([-1], INT64))
-    return kernel_op(ctx, "MatMul", a, b, dtype=dtype)
+        out = ctx.op("Squeeze", kernel_op(ctx, "MatMul", a, column, dtype=compute), ctx.const([-1], INT64))
+    else:
+        out = kernel_op(ctx, "MatMul", a, b, dtype=compute)
+    return ctx.cast(out, dtype)
+
+
+def _batch_moving_perm(x: ir.Value) -> list[int] | None:
+    """The permutation of the ``Transpose`` making ``x`` when it moves an axis other than the last two, else None."""
+    node = x.producer()
+    if node is None or node.op_type != "Transpose" or "perm" not in node.attributes:
+        return None
+    perm = list(node.attributes["perm"].as_ints())
+    return perm if perm[:-2] != list(range(len(perm) - 2)) else None
 
 
 def _axpby(ctx: NodeContext, self: ir.Value, product: ir.Value, beta: Scalar, alpha: Scalar) -> ir.Value:
