@@ -16,7 +16,6 @@ processes than cores, the ranks share the cores: the figures then measure the ma
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import resource
@@ -27,7 +26,7 @@ import time
 
 MODELS = ("mlp", "llama")
 WRAPS = ("ddp", "fsdp")
-WIDTH = int(os.environ.get("BENCH_WIDTH", "256"))
+WIDTH = 256  # 1.3 MB of parameters: DDP splits them in two buckets (its first holds 1 MB)
 
 
 def build(name: str):
@@ -69,54 +68,51 @@ def _worker(rank: int, world: int, name: str, how: str, mode: str, steps: int, w
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"file://{os.path.join(folder, 'store')}", rank=rank,
-                            world_size=world, timeout=datetime.timedelta(seconds=300))
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
-    model, batch = build(name)
-    net = _wrap(model, how)
-    backend = None
-    if mode == "aten2onnx":
-        from experimental.torch_interpreter.training import OrtBackend
+    from experimental.torch_interpreter.testing.processes import finish, join_gloo, left_on_error
 
-        backend = OrtBackend(providers="cpu")
-        net = backend.compile(net)
-    optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    times, losses = [], []
-    for step in range(warmup + steps):
-        x = batch(rank, step)
-        dist.barrier()
-        start = time.perf_counter()
-        optimizer.zero_grad()
-        loss = _loss(name, net, x)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        if step >= warmup:
-            times.append(time.perf_counter() - start)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    row = {
-        "rank": rank, "step_ms": 1000 * statistics.median(times), "peak_mb": max(peak - base, 0) / 1024,
-        "losses": losses,
-        "graphs": [[g.kind, g.runs_in] for g in backend.graphs] if backend is not None else [],
-    }
-    with open(os.path.join(folder, f"rank{rank}.json"), "w") as f:
-        json.dump(row, f)
-    dist.barrier()
-    os._exit(0)  # no destructors: gloo's process group, kept by DDP's reducer, could wait for a rank that left
+    join_gloo(rank, world, folder, timeout_s=300)
+    with left_on_error():
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+        model, batch = build(name)
+        net = _wrap(model, how)
+        backend = None
+        if mode == "aten2onnx":
+            from experimental.torch_interpreter.training import OrtBackend
+
+            backend = OrtBackend(providers="cpu")
+            net = backend.compile(net)
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        times, losses = [], []
+        for step in range(warmup + steps):
+            x = batch(rank, step)
+            dist.barrier()
+            start = time.perf_counter()
+            optimizer.zero_grad()
+            loss = _loss(name, net, x)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            if step >= warmup:
+                times.append(time.perf_counter() - start)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        row = {
+            "rank": rank, "step_ms": 1000 * statistics.median(times), "peak_mb": max(peak - base, 0) / 1024,
+            "losses": losses,
+            "graphs": [[g.kind, g.runs_in] for g in backend.graphs] if backend is not None else [],
+        }
+    finish(rank, folder, row)
 
 
 def run(world: int, name: str, how: str, mode: str, steps: int, warmup: int) -> list[dict]:
     """One configuration in ``world`` fresh processes: each rank's figures."""
     import torch
 
+    from experimental.torch_interpreter.testing.processes import read_results
+
     with tempfile.TemporaryDirectory() as folder:
         torch.multiprocessing.spawn(_worker, args=(world, name, how, mode, steps, warmup, folder), nprocs=world)
-        ranks = []
-        for rank in range(world):
-            with open(os.path.join(folder, f"rank{rank}.json")) as f:
-                ranks.append(json.load(f))
-    return ranks
+        return read_results(folder, world)
 
 
 def _agree(a: list[float], b: list[float]) -> bool:
