@@ -78,3 +78,24 @@ def test_a_wrong_gradient_is_a_mismatch():
     prog = _program("return torch.tanh(x) * 3", torch.randn(4, 5))
     outcome = run_training_program(prog, lambda: OrtBackend(registry=registry))
     assert outcome.kind == "mismatch" and "gradient of input 0" in outcome.detail, outcome
+
+
+@pytest.mark.parametrize(
+    "body, x",
+    [
+        ("return torch.zeros(4, 5, dtype=x.dtype).scatter_reduce(0, torch.tensor([[0, 1, 2, 3, 0], [1, 1, 0, 3, 2]]), "
+         "x, reduce='sum')", torch.randn(2, 5).half()),
+        ("return torch.zeros(4, 5, dtype=x.dtype).scatter_reduce(0, torch.tensor([[0, 1, 2, 3, 0], [1, 1, 0, 3, 2]]), "
+         "x, reduce='amax')", torch.randn(2, 5).half()),
+        ("y = x.abs() + 0.5\n        y[x > 0.3] = x[x > 0.3] * 2 + 1\n        return torch.log(y) + torch.erf(y)",
+         torch.randn(4, 5)),
+        ("y = x.abs() + 0.5\n        y[torch.tensor([0, 2]), torch.tensor([1, 3])] = x[0, :2] + 3\n"
+         "        return torch.log(y) * torch.erf(y)", torch.randn(4, 5)),
+    ],
+    ids=["scatter_reduce_sum_float16", "scatter_reduce_amax_float16", "masked_setitem_log_erf", "index_put_log_erf"],
+)
+def test_programs_another_run_found_different(body, x):
+    """The shapes of the silent gradient differences another fuzzer run reported (a float16 scatter_reduce, a
+    masked or indexed setitem feeding log and erf): they train as eagerly."""
+    outcome = run_training_program(_program(body, x.requires_grad_()))
+    assert outcome.kind == "match", f"{outcome}\n{body}"
