@@ -16,9 +16,7 @@ import onnx_ir as ir
 
 from ..translation.context import NodeContext
 from ..translation.registry import register
-from ._common import INT64, normalize_dim
-from .views import aten_slice_scatter
-from .views_backward import aten_slice_backward
+from ._common import INT64, normalize_dim, scatter_slice, slice_gradient, static_dim
 
 
 def _is_pair(ctx: NodeContext, index: int) -> bool:
@@ -318,7 +316,7 @@ def complex_slice_scatter(
     if not (_is_pair(ctx, 0) and _is_pair(ctx, 1)):
         raise NotImplementedError("slice_scatter of a real tensor into a complex one (or back) is not supported")
     axis = normalize_dim(dim, ctx.arg_val(0).dim())
-    return aten_slice_scatter(ctx, self, src, axis, start, end, step)
+    return scatter_slice(ctx, self, src, axis, start, step, static_dim(ctx.arg_val(0).shape[axis]))
 
 
 @register("complex::slice_backward.default")
@@ -328,4 +326,4 @@ def complex_slice_backward(
     """slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step)
     -> Tensor: the real converter on the pair, whose axis is one more size."""
     axis = normalize_dim(dim, len(input_sizes))
-    return aten_slice_backward(ctx, grad_output, [*input_sizes, 2], axis, start, end, step)
+    return slice_gradient(ctx, grad_output, [*input_sizes, 2], axis, start, step)

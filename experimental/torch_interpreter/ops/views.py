@@ -29,6 +29,7 @@ from ._common import (
     list_vals,
     normalize_dim,
     same_shape,
+    scatter_slice,
     slice_axis,
     static_dim,
     static_ints,
@@ -305,26 +306,6 @@ def aten_as_strided(
 
 
 # -- scatter into views -------------------------------------------------------------------------------------
-def _positions(ctx: NodeContext, src: ir.Value, axis: int, start: int | ir.Value, step: int) -> ir.Value:
-    """``start + step * i`` along ``axis`` of ``src`` (an FX value), expanded to its shape (indices of
-    ScatterElements)."""
-    rank = ctx.rank(src)
-    n = dim_of(ctx, src, axis)
-    if isinstance(n, int) and isinstance(start, int):
-        index = ctx.const(np.arange(start, start + step * n, step, dtype=np.int64) if n else np.zeros(0, np.int64))
-    else:
-        begin = ctx.operand(start, INT64)
-        index = ctx.op(
-            "Range",
-            begin,
-            ctx.op("Add", begin, ctx.op("Mul", ctx.operand(n, INT64), ctx.const(step, INT64))),
-            ctx.const(step, INT64),
-        )
-    shape = [1] * rank
-    shape[axis] = -1
-    return expand_to(ctx, ctx.op("Reshape", index, ctx.const(shape, INT64)), ctx.op("Shape", src))
-
-
 @register("aten::slice_scatter.default")
 def aten_slice_scatter(
     ctx: NodeContext,
@@ -340,16 +321,7 @@ def aten_slice_scatter(
     if rank == 0:
         return ctx.cast(src, self.dtype)
     axis = normalize_dim(dim, rank)
-    size = static_dim(ctx.arg_val(0).shape[axis])
-    start = 0 if start is None else start
-    if isinstance(start, int) and start < 0:
-        if size is None:
-            raise NotImplementedError("slice_scatter with a negative start on a dynamic dimension")
-        start += size
-    if isinstance(start, int) and size is not None:
-        start = min(max(start, 0), size)
-    index = _positions(ctx, src, axis, start, step)
-    return ctx.op("ScatterElements", self, index, ctx.cast(src, self.dtype), axis=axis)
+    return scatter_slice(ctx, self, src, axis, start, step, static_dim(ctx.arg_val(0).shape[axis]))
 
 
 @register("aten::select_scatter.default")

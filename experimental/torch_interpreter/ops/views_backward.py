@@ -19,7 +19,6 @@ from ..translation.registry import register
 from ._common import (
     INT64,
     concat_shape,
-    dim_of,
     dims_of,
     expand_to,
     filled,
@@ -28,27 +27,11 @@ from ._common import (
     opmath_dtype,
     pad_axis,
     scatter_elements,
+    slice_gradient,
     static_ints,
     unsqueeze_axes,
     where_typed,
 )
-
-
-def _slice_start(ctx: NodeContext, start: int | ir.Value | None, size: int | ir.Value) -> int | ir.Value:
-    """``start`` as ``slice`` reads it on an axis of ``size`` elements: counted from the end when negative, then
-    clamped to ``[0, size]``."""
-    if start is None:
-        return 0
-    if isinstance(start, int) and isinstance(size, int):
-        return min(max(start + size if start < 0 else start, 0), size)
-    zero = ctx.const(0, INT64)
-    if isinstance(start, int):
-        if start < 0:
-            return ctx.op("Max", int_op(ctx, "Add", size, start), zero)
-        return ctx.op("Min", ctx.const(start, INT64), ctx.operand(size, INT64)) if start else 0
-    start, size = ctx.cast(start, INT64), ctx.operand(size, INT64)
-    start = ctx.op("Where", ctx.op("Less", start, zero), ctx.op("Add", start, size), start)
-    return ctx.op("Min", ctx.op("Max", start, zero), size)
 
 
 @register("aten::select_backward.default")
@@ -84,19 +67,7 @@ def aten_slice_backward(
     ``start`` zeros in front and the rest of the axis behind (a crop of the last padding zeros when negative).
     ``end`` is implied by the gradient's length.
     """
-    if not isinstance(step, int):
-        raise NotImplementedError(f"slice_backward with a dynamic step {step!r}")
-    axis = normalize_dim(dim, len(input_sizes))
-    size = input_sizes[axis]
-    begin = _slice_start(ctx, start, size)
-    n = dim_of(ctx, grad_output, axis)
-    taken = int_op(ctx, "Mul", n, step)
-    x = grad_output
-    if step > 1:
-        x = pad_axis(ctx, unsqueeze_axes(ctx, x, [axis + 1]), len(input_sizes) + 1, axis + 1, 0, step - 1)
-        merged = [*dims_of(ctx, grad_output, 0, axis), taken, *dims_of(ctx, grad_output, axis + 1)]
-        x = ctx.op("Reshape", x, concat_shape(ctx, merged))
-    return pad_axis(ctx, x, len(input_sizes), axis, begin, int_op(ctx, "Sub", int_op(ctx, "Sub", size, begin), taken))
+    return slice_gradient(ctx, grad_output, input_sizes, normalize_dim(dim, len(input_sizes)), start, step)
 
 
 @register("aten::diagonal_backward.default")
