@@ -42,3 +42,22 @@ def test_written_by_safetensors(tmp_path):
 def test_crafted_headers_are_refused(tmp_path, header, data, message):
     with pytest.raises(CheckpointError, match=message):
         read_safetensors(_craft(tmp_path / "crafted.safetensors", header, data))
+
+
+@pytest.mark.parametrize("header, message", [
+    (b'{"a": [' + b",".join([b"[]"] * 2_000_000) + b"]}", "nested lists"),  # 6 MB that parsed into 2 million lists
+    (b'{"a": {"dtype": "F32", "shape": [[2]], "data_offsets": [0, 8]}}', "nested lists"),
+    (b'{"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8], "x": [], "y": [], "z": []}}', "5 lists for 2 objects"),
+    (b'{"a": [{"dtype": "F32"}]}', "nested lists"),
+], ids=["empty_lists_in_a_list", "nested_shape", "more_lists_than_tensors", "object_in_a_list"])
+def test_headers_costly_to_parse_are_refused_before_parsing(tmp_path, header, message):
+    """20 MB of nested empty lists took 481 MB and 8.5 s to parse before being refused; such a header cannot be a
+    safetensors one (one object per tensor, two flat lists) and is refused from its bytes."""
+    with pytest.raises(CheckpointError, match=message):
+        read_safetensors(_craft(tmp_path / "crafted.safetensors", header, b""))
+
+
+def test_brackets_inside_names_and_metadata_are_read(tmp_path):
+    path = str(tmp_path / "ok.safetensors")
+    save_file({"w[[0]]": torch.zeros(2, 3), "b{[": torch.ones(4)}, path, metadata={"note": '[[{"'})
+    assert sorted(read_safetensors(path)) == ["b{[", "w[[0]]"]

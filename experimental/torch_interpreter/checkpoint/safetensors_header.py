@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 from dataclasses import dataclass
 
@@ -65,7 +66,9 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, StoredTensor]:
             if length is None or length > min(MAX_HEADER_BYTES, size - 8):
                 raise CheckpointError(f"{path!r} is not a safetensors file (no header of a possible length)",
                                       path=path)
-            header = json.loads(f.read(length), object_pairs_hook=_no_duplicates)
+            text = f.read(length)
+            _check_layout(path, text)
+            header = json.loads(text, object_pairs_hook=_no_duplicates)
     except OSError as e:
         raise CheckpointError(f"cannot read the checkpoint file {path!r}: {e.strerror or e}", path=path) from e
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -79,6 +82,27 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, StoredTensor]:
     entries = {name: _entry(path, name, info, start, size) for name, info in header.items() if name != "__metadata__"}
     _check_contiguous(path, entries, start, size)
     return entries
+
+
+#: a JSON string (its escapes included), replaced by ``""`` before the brackets of a header are counted
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _check_layout(path: str, text: bytes) -> None:
+    """Refuses, before parsing, a header that cannot be a safetensors one and whose parsing would cost far more than
+    its bytes: outside strings, a header holds one object per tensor with two flat lists (``shape``,
+    ``data_offsets``); a list in a list, or more lists than twice the objects, is not one (20 MB of nested empty
+    lists made 481 MB of Python objects)."""
+    bare = _STRING.sub(b'""', text)
+    lists, objects = bare.count(b"["), bare.count(b"{")
+    nested = re.search(rb"\[\s*\[|\[[^\[\]{}]*[{]", bare) is not None
+    if nested or lists > 2 * objects:
+        what = "nested lists" if nested else f"{lists} lists for {objects} objects"
+        raise CheckpointError(
+            f"{path!r} is not a safetensors file: its header holds {what} (a safetensors header has one object per "
+            "tensor with two flat lists)",
+            path=path,
+        )
 
 
 class _Duplicate(Exception):
