@@ -181,7 +181,17 @@ def aten_hardsigmoid(ctx: NodeContext, self: ir.Value) -> ir.Value:
 
 @register("aten::hardswish.default")
 def aten_hardswish(ctx: NodeContext, self: ir.Value) -> ir.Value:
-    """hardswish(Tensor self) -> Tensor"""
+    """hardswish(Tensor self) -> Tensor
+
+    float16 and bfloat16: PyTorch's formula ``x * clamp(x + 3, 0, 6) / 6`` in float32, rounded once (its kernel's
+    answer for every float16 value). onnxruntime's HardSwish (``x * max(0, min(1, x / 6 + 0.5))``) differs by an
+    ulp on 7,711 of the 63,488 finite float16 values in float16 and on 39% of float32 values; an ulp a layer_norm of
+    a near-constant row then made 3% (fuzz seed 209313). float32 keeps the one node (an ulp of float32 noise).
+    """
+    if self.dtype in (ir.DataType.FLOAT16, ir.DataType.BFLOAT16):
+        x = ctx.cast(self, ir.DataType.FLOAT)
+        clipped = ctx.op("Clip", ctx.op("Add", x, _c(ctx, 3.0, x)), _c(ctx, 0.0, x), _c(ctx, 6.0, x))
+        return ctx.cast(ctx.op("Div", ctx.op("Mul", x, clipped), _c(ctx, 6.0, x)), ctx.out_dtype)
     return _op(ctx, "HardSwish", self)
 
 
