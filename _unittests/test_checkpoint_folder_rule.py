@@ -119,3 +119,29 @@ def test_file_in_folder_names():
         file_in_folder("/tmp", "a\x00b", CheckpointError, "the shard")
     with pytest.raises(CheckpointError, match="is not a file name"):
         file_in_folder("/tmp", 3, CheckpointError, "the shard")
+
+
+def test_genai_folder_with_pickled_weights_runs_nothing(tmp_path):
+    """A ``pytorch_model.bin`` whose pickle calls a function when loaded: transformers loads it with
+    ``weights_only=True``, which refuses it; the refusal is ``GenAIError``, nothing ran, no package is written."""
+    import pickle
+
+    import transformers
+
+    from experimental.torch_interpreter import export_genai
+
+    config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                                      vocab_size=100, bos_token_id=1, eos_token_id=2)
+    model = tmp_path / "model"
+    transformers.LlamaForCausalLM(config).save_pretrained(str(model))
+    (model / "model.safetensors").unlink()
+    planted = tmp_path / "planted"
+
+    class Planted:
+        def __reduce__(self):
+            return (os.mkdir, (str(planted),))
+
+    (model / "pytorch_model.bin").write_bytes(pickle.dumps({"model.embed_tokens.weight": Planted()}))
+    with pytest.raises(GenAIError, match="UnpicklingError"):
+        export_genai(str(model), str(tmp_path / "package"))
+    assert not planted.exists() and not (tmp_path / "package").exists()
