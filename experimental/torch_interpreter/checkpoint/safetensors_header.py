@@ -138,13 +138,13 @@ def _entry(path: str, name: str, info: object, start: int, size: int) -> StoredT
     def wrong(why: str) -> CheckpointError:
         return CheckpointError(f"tensor {name!r} of {path!r}: {why}", tensor=name, path=path)
 
-    if not isinstance(info, dict) or info.get("dtype") not in DTYPES:
-        dtype = info.get("dtype") if isinstance(info, dict) else None
-        raise wrong(f"unknown type {dtype!r} (known: {', '.join(DTYPES)})")
+    dtype_name = info.get("dtype") if isinstance(info, dict) else None
+    if not isinstance(dtype_name, str) or dtype_name not in DTYPES:  # a list or a dict is no key (TypeError)
+        raise wrong(f"unknown type {str(dtype_name)[:80]!r} (known: {', '.join(DTYPES)})")
     shape, offsets = info.get("shape"), info.get("data_offsets")
-    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
-        raise wrong(f"the shape {shape!r} is not a list of sizes")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
+    if not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)):  # noqa: E721 (bool is no size)
+        raise wrong(f"the shape {str(shape)[:80]} is not a list of sizes")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)  # noqa: E721
             and 0 <= offsets[0] <= offsets[1]):
         raise wrong(f"the data offsets {offsets!r} are not [begin, end]")
     dtype = DTYPES[info["dtype"]]
