@@ -147,10 +147,10 @@ def _entry(path: str, name: str, info: object, start: int, size: int) -> StoredT
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)  # noqa: E721
             and 0 <= offsets[0] <= offsets[1]):
         raise wrong(f"the data offsets {offsets!r} are not [begin, end]")
-    dtype = DTYPES[info["dtype"]]
+    dtype = DTYPES[dtype_name]
     expected = int(math.prod(shape) * dtype.itemsize)
     if offsets[1] - offsets[0] != expected:
-        raise wrong(f"{offsets[1] - offsets[0]} bytes stored for a {info['dtype']} tensor of shape {shape} "
+        raise wrong(f"{offsets[1] - offsets[0]} bytes stored for a {dtype_name} tensor of shape {shape} "
                     f"({expected} bytes)")
     if start + offsets[1] > size:
         raise wrong(f"the file is truncated: the tensor's bytes end at byte {start + offsets[1]}, the file has "

@@ -16,7 +16,7 @@ import onnx_ir as ir
 
 from ..translation.context import NodeContext
 from ..translation.registry import register
-from ._common import INT64, normalize_dim, scatter_slice, slice_gradient, static_dim
+from ._common import INT64, filled, normalize_dim, scatter_slice, slice_gradient, static_dim
 
 
 def _is_pair(ctx: NodeContext, index: int) -> bool:
@@ -37,7 +37,7 @@ def _pair_dtype(ctx: NodeContext) -> ir.DataType:
 def _real_to_pair(ctx: NodeContext, x: ir.Value) -> ir.Value:
     """The pair of a real tensor: imaginary part 0 (zeros of its shape, not ``x * 0``, NaN where ``x`` is inf)."""
     real = ctx.cast(x, _pair_dtype(ctx))
-    return complex_complex(ctx, real, ctx.op("Expand", ctx.const(0.0, _pair_dtype(ctx)), ctx.op("Shape", real)))
+    return complex_complex(ctx, real, filled(ctx, ctx.op("Shape", real), real.dtype))
 
 
 # -- boundary ---------------------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def complex_new_zeros(ctx: NodeContext, self: ir.Value, size: Sequence[Any], **o
     (a real dtype given by ``dtype`` is not supported here)."""
     if not ctx.val.is_complex():
         raise NotImplementedError(f"new_zeros of {ctx.val.dtype} from a complex tensor is not supported")
-    return ctx.op("Expand", ctx.const(0.0, _pair_dtype(ctx)), ctx.int64s([*size, 2]))
+    return filled(ctx, ctx.int64s([*size, 2]), _pair_dtype(ctx))
 
 
 @register("complex::copy.default")

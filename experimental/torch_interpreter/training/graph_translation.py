@@ -1,8 +1,8 @@
 """One of AOTAutograd's graphs (forward or backward) translated into an ONNX model by the project's converters.
 
-The graph is translated as AOTAutograd gives it: its placeholders become the model's inputs (tensors, and
-int64 scalars for the dynamic sizes; a complex tensor as its real pair ``[..., 2]``), its outputs the model's outputs, except what needs no onnxruntime run:
-``None``, Python numbers, and an input returned as it is (handed back without a copy).
+The graph is translated as AOTAutograd gives it: its placeholders become the model's inputs (tensors, a complex one
+as its real pair ``[..., 2]``, and int64 scalars for the dynamic sizes), its outputs the model's outputs, except what
+needs no onnxruntime run: ``None``, Python numbers, and an input returned as it is (handed back without a copy).
 """
 
 from __future__ import annotations
