@@ -16,6 +16,7 @@ from ..checkpoint import empty_weights
 from ..checkpoint.source import index_shards
 from ..errors import CheckpointError, GenAIError
 from .inputs import cache_argument
+from .packaged_kinds import check_packaged_kind
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ def load_causal_lm(
                 f"export_genai takes a transformers causal language model (a *ForCausalLM) or the folder "
                 f"save_pretrained wrote, not a {type(model).__name__}: onnxruntime-genai drives a decoder with a "
                 "key-value cache")
+        check_packaged_kind(module.config, f"the {type(module).__name__}")
         if _dtype_of(module) != dtype:
             logger.info("the model is copied into %s (the caller's model is left as it is)", dtype)
             module = copy.deepcopy(module).to(dtype)
@@ -96,11 +98,14 @@ def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code:
                 f"{folder!r} names code of its own in config.json (auto_map): it is not run unless "
                 "trust_remote_code=True is given (export_genai(..., trust_remote_code=True))") from e
         raise GenAIError(f"transformers cannot read {folder}/config.json: {type(e).__name__}: {str(e)[:500]}") from e
+    check_packaged_kind(config, repr(folder))
     try:
         if not meta:
-            return transformers.AutoModelForCausalLM.from_pretrained(
-                folder, dtype=dtype, trust_remote_code=trust_remote_code
+            module, info = transformers.AutoModelForCausalLM.from_pretrained(
+                folder, dtype=dtype, trust_remote_code=trust_remote_code, output_loading_info=True
             )
+            _check_weights_used(folder, info)
+            return module
         with empty_weights():
             module = transformers.AutoModelForCausalLM.from_config(
                 config, dtype=dtype, trust_remote_code=trust_remote_code
@@ -108,6 +113,8 @@ def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code:
         if os.path.exists(os.path.join(folder, "generation_config.json")):
             module.generation_config = transformers.GenerationConfig.from_pretrained(folder)
         return module
+    except GenAIError:
+        raise
     except Exception as e:  # noqa: BLE001  (the folder's weights and generation config, read by transformers)
         if "Unrecognized configuration class" in str(e):
             raise GenAIError(
@@ -116,6 +123,18 @@ def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code:
         raise GenAIError(
             f"transformers cannot load the causal LM of {folder!r}: {type(e).__name__}: {str(e)[:500]}"
         ) from e
+
+
+def _check_weights_used(folder: str, info: dict) -> None:
+    """Refuses a folder whose causal LM leaves weights of the checkpoint out (the package would not be the
+    folder's model) or initializes some at random (the checkpoint lacks them): transformers only logs both."""
+    for key, what in (("missing_keys", "has no value in the checkpoint (it would be random)"),
+                      ("unexpected_keys", "is not a weight of the causal LM transformers builds (it would be left out)")):
+        names = sorted(info.get(key) or ())
+        if names:
+            raise GenAIError(
+                f"{len(names)} weight(s) of {folder!r}: {', '.join(names[:4])}{', ...' if len(names) > 4 else ''} "
+                f"{what}; the package would not be the folder's model")
 
 
 def _dtype_of(module: torch.nn.Module) -> torch.dtype | None:
