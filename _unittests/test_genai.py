@@ -317,7 +317,7 @@ def test_encoder_folders_are_refused(tmp_path):
         export_genai(tmp_path / "bert", tmp_path / "out")
     cfg = transformers.T5Config(d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2, vocab_size=100)
     transformers.T5Model(cfg).save_pretrained(tmp_path / "t5")
-    with pytest.raises(GenAIError, match="no causal language model class"):
+    with pytest.raises(GenAIError, match="'t5' model, an encoder-decoder"):
         export_genai(tmp_path / "t5", tmp_path / "out")
     assert not (tmp_path / "out").exists() and _nothing_written(tmp_path)
 

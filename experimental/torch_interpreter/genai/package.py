@@ -23,6 +23,7 @@ from ..convert import to_onnx
 from ..errors import GenAIError
 from ..logs import verbosity
 from ..onnx_export_errors import bypass_export_some_errors
+from ..optimize.onnxscript_adapter import fuse_skip_norms
 from ..saving import save, staging_folder
 from .config import context_length, genai_config, special_tokens
 from .float32_twin import float32_twin
@@ -31,7 +32,7 @@ from .inputs import decoder_inputs
 from .last_token import LastTokenLogits
 from .quantize import quantize_int4
 from .shared_buffer_check import check_shared_buffer
-from .source import CausalLM, load_causal_lm
+from .source import CausalLM, check_weights_used, load_causal_lm
 from .tokenizer_files import tokenizer_folder, write_tokenizer
 from .twin import twin_model
 
@@ -125,6 +126,7 @@ def export_genai(
         context_length(lm.config)  # a context length out of bounds refused before the export
         logger.info("exporting %s for onnxruntime-genai (%s, %s)", type(lm.model).__name__, precision, provider)
         inputs = decoder_inputs(lm.model)
+        check_weights_used(lm)
         onx = _decoder(lm.model, inputs, provider, lm.weights)
         generation = getattr(lm.model, "generation_config", None)
         onx, attention = _group_query_attention(onx, lm, inputs, generation, provider, dtype)
@@ -155,9 +157,15 @@ def _decoder(module: torch.nn.Module, inputs: Any, provider: str, weights: str |
         # torch.export's ranges start at 2 (a size of 0 or 1 would be specialized); the decoder runs with an
         # empty past and one new token, which the package tests check by generating
         warnings.simplefilter("ignore", RangeConstraintWarning)
-        return to_onnx(LastTokenLogits(module), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
-                       optimize="onnxruntime", providers=provider, as_ir=True,
-                       weights=Checkpoint(weights, prefix="lm.") if weights else None)
+        onx = to_onnx(LastTokenLogits(module), (), adapt(inputs.kwargs), dynamic_shapes=inputs.dynamic_shapes,
+                      optimize="onnxruntime", providers=provider, as_ir=True,
+                      weights=Checkpoint(weights, prefix="lm.") if weights else None)
+    # a decoder runs one token a step: the fused residual + norm kernels cost the same there as Add + norm (the
+    # CPU pipeline gives back those whose sum is read again, slower over a long prompt), one node less per pair
+    fused = fuse_skip_norms(onx)
+    if fused:
+        logger.info("%d residual + normalization pairs fused for decoding", fused)
+    return onx
 
 
 def _group_query_attention(onx: ir.Model, lm: CausalLM, inputs: Any, generation: Any, provider: str,

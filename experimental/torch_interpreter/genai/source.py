@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -34,6 +34,8 @@ class CausalLM:
     folder: str | None
     #: the folder whose checkpoint holds the weights of a model built on the meta device (None: in memory)
     weights: str | None = None
+    #: transformers' loading information of a folder's model (its missing and unexpected weights)
+    loading: dict = field(default_factory=dict)
 
 
 def load_causal_lm(
@@ -58,9 +60,9 @@ def load_causal_lm(
     """
     if isinstance(model, (str, os.PathLike)):
         folder = os.fspath(model)
-        module = _from_folder(folder, dtype, meta, trust_remote_code)
+        module, loading = _from_folder(folder, dtype, meta, trust_remote_code)
     elif isinstance(model, torch.nn.Module):
-        folder = None
+        folder, loading = None, {}
         module = model
         if not hasattr(module, "config") or not callable(getattr(module, "generate", None)):
             raise GenAIError(
@@ -74,10 +76,13 @@ def load_causal_lm(
     else:
         raise GenAIError(f"export_genai takes a model or a folder, not {type(model).__name__}")
     check_kv_cache(module)
-    return CausalLM(module.eval(), module.config, folder, folder if meta else None)
+    return CausalLM(module.eval(), module.config, folder, folder if meta else None, loading)
 
 
-def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code: bool = False) -> torch.nn.Module:
+def _from_folder(
+    folder: str, dtype: torch.dtype, meta: bool, trust_remote_code: bool = False
+) -> tuple[torch.nn.Module, dict]:
+    """The causal LM of ``folder`` and transformers' loading information (missing and unexpected weights)."""
     import transformers
 
     if not os.path.isdir(folder):
@@ -101,18 +106,16 @@ def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code:
     check_packaged_kind(config, repr(folder))
     try:
         if not meta:
-            module, info = transformers.AutoModelForCausalLM.from_pretrained(
+            return transformers.AutoModelForCausalLM.from_pretrained(
                 folder, dtype=dtype, trust_remote_code=trust_remote_code, output_loading_info=True
             )
-            _check_weights_used(folder, info)
-            return module
         with empty_weights():
             module = transformers.AutoModelForCausalLM.from_config(
                 config, dtype=dtype, trust_remote_code=trust_remote_code
             )
         if os.path.exists(os.path.join(folder, "generation_config.json")):
             module.generation_config = transformers.GenerationConfig.from_pretrained(folder)
-        return module
+        return module, {}  # the weights are matched by name as they are read (CheckpointError when one lacks)
     except GenAIError:
         raise
     except Exception as e:  # noqa: BLE001  (the folder's weights and generation config, read by transformers)
@@ -125,9 +128,12 @@ def _from_folder(folder: str, dtype: torch.dtype, meta: bool, trust_remote_code:
         ) from e
 
 
-def _check_weights_used(folder: str, info: dict) -> None:
-    """Refuses a folder whose causal LM leaves weights of the checkpoint out (the package would not be the
-    folder's model) or initializes some at random (the checkpoint lacks them): transformers only logs both."""
+def check_weights_used(lm: CausalLM) -> None:
+    """Raises :class:`~experimental.torch_interpreter.GenAIError` when the causal LM of a folder leaves weights of
+    its checkpoint out (the package would not be the folder's model) or initializes some at random (the checkpoint
+    lacks them): transformers only logs both. Called once the model is known to return a cache (an encoder's
+    folder is refused for that first)."""
+    folder, info = lm.folder, lm.loading
     for key, what in (("missing_keys", "has no value in the checkpoint (it would be random)"),
                       ("unexpected_keys", "is not a weight of the causal LM transformers builds (it would be left out)")):
         names = sorted(info.get(key) or ())

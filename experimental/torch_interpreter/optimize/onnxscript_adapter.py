@@ -576,6 +576,31 @@ def onnxscript_fusions(model: ir.Model) -> int:
     return sum(made.values())
 
 
+def fuse_skip_norms(model: ir.Model) -> int:
+    """Every residual ``Add`` read by a normalization over the last axis fused into onnxruntime's
+    ``SkipLayerNormalization`` / ``SkipSimplifiedLayerNormalization`` (onnxscript's rules), its sum kept as the
+    kernel's fourth output where it is read again; in place, returns how many. The default pipeline gives back the
+    pairs whose sum is read again on the CPU (:mod:`.skip_norm`: slower over a long sequence); a model that runs one
+    token at a time (a GenAI decoder) keeps them fused: equal there, one node less per pair.
+
+    Example::
+
+        >>> import onnx_ir as ir
+        >>> x, skip = ir.val("x", ir.DataType.FLOAT, [2, 3, 4]), ir.val("skip", ir.DataType.FLOAT, [2, 3, 4])
+        >>> gamma = ir.Value(name="gamma", const_value=ir.tensor([1.0] * 4), shape=ir.Shape([4]))
+        >>> add = ir.node("Add", [x, skip])
+        >>> norm = ir.node("SimplifiedLayerNormalization", [add.outputs[0], gamma], attributes={"axis": -1})
+        >>> add.outputs[0].name, norm.outputs[0].name = "sum", "y"
+        >>> g = ir.Graph([x, skip], [norm.outputs[0], add.outputs[0]], nodes=[add, norm], initializers=[gamma],
+        ...              opset_imports={"": 18, "com.microsoft": 1})
+        >>> fuse_skip_norms(ir.Model(g, ir_version=10)), [n.op_type for n in g], [v.name for v in g.outputs]
+        (1, ['SkipSimplifiedLayerNormalization'], ['y', 'sum'])
+    """
+    count = skip_normalization.fuse_skip_layer_normalization(model, debug=False)
+    count += skip_normalization.fuse_skip_rms_normalization(model, debug=False)
+    return count
+
+
 # -- undone after the fusions -----------------------------------------------------------------------------------
 
 
