@@ -937,3 +937,21 @@ def test_half_hardswish_is_pytorchs_for_every_value(dtype):
     check_model(Fn(F.hardswish), (values,), atol=0, rtol=0)
     row = torch.tensor([[-0.56787109375, -1.7705078125, -0.697265625, -2.189453125]], dtype=torch.float16)
     check_model(Fn(lambda x: F.layer_norm(F.hardswish(x), x.shape[-1:])), (row,), atol=1e-3, rtol=1e-3)
+
+
+def test_meshgrid_of_two_dynamic_sizes_holds_for_a_square_input():
+    """RT-DETR's anchors: the translation compared a meshgrid output's symbolic shape with its input's with
+    ``==``, which added the example's answer ``h != w`` to the shape environment as a guard of the model's code:
+    ``InferenceSession`` then refused every square input (RuntimeFeedError naming aliasing.py)."""
+
+    class Grid(torch.nn.Module):
+        def forward(self, x):
+            h, w = x.shape
+            gy, gx = torch.meshgrid(torch.arange(end=h).float(), torch.arange(end=w).float(), indexing="ij")
+            g = torch.stack([gx, gy], -1).unsqueeze(0) + 0.5
+            g[..., 0] /= w
+            g[..., 1] /= h
+            return g.reshape(-1, h * w, 2) + x.reshape(1, -1, 1)
+
+    check_model(Grid(), (torch.randn(3, 4),), dynamic_shapes=({0: "h", 1: "w"},),
+                more_inputs=[((torch.randn(5, 5),), {}), ((torch.randn(2, 6),), {})])
