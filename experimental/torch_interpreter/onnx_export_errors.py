@@ -62,8 +62,9 @@ def bypass_export_some_errors(
 
     :param patch_sympy: patches for sympy (none is needed with sympy 1.14 and torch 2.13)
     :param patch_torch: patches for torch, see the table below
-    :param patch_transformers: registers transformers caches as pytree nodes and rewrites the loops over
-        the sequence of a few recurrent models with ``scan`` (``patches/transformers_recurrences.py``)
+    :param patch_transformers: registers transformers caches as pytree nodes, rewrites the loops over
+        the sequence of a few recurrent models with ``scan`` (``patches/transformers_recurrences.py``) and keeps
+        the sizes given to ``torch_int`` symbolic (``patches/transformers_sizes.py``)
     :param backed_size_oblivious: sets ``torch.fx.experimental._config.backed_size_oblivious`` while
         exporting, so that an example input of size 1 on a dynamic axis (a past length of 1) does not
         specialize the dimension; the graph is then valid for sizes >= 2 and for 1 where broadcasting
@@ -128,6 +129,10 @@ def bypass_export_some_errors(
        * - FSMT decoder padding mask kept when empty
          - transformers
          - ``Could not guard on data-dependent expression``: ``if not padding_mask.any()`` on the input's values
+       * - torch_int and torch_float keep symbolic sizes
+         - transformers
+         - a dynamic image size fixed by ``int(height)`` in ``torch_int`` (RT-DETR's anchors, position embeddings
+           interpolated to the image): the graph held at the example's size only
        * - batched_nms with the coordinate trick for any number of boxes
          - torchvision
          - ``Could not guard on data-dependent expression Eq(4*u1, 0)``: the number of boxes of detection models

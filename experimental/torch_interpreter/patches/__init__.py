@@ -2,7 +2,7 @@
 
 :func:`~experimental.torch_interpreter.bypass_export_some_errors` selects patches by group (its flags
 ``patch_torch``, ``patch_transformers``, ``patch_torchvision``, ``patch_ultralytics``), the capture strategies by family (``control_flow`` for
-``control_flow_aliasing``, ``transformers_caches``, ``transformers_recurrences``): both read this one list.
+``control_flow_aliasing``, ``transformers_caches``, ``transformers_recurrences``, ``transformers_sizes``): both read this one list.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from .torchvision_detection import PATCHES as _TORCHVISION_DETECTION
 from .torchvision_image_sizes import PATCHES as _TORCHVISION_IMAGE_SIZES
 from .transformers_caches import PATCHES as _TRANSFORMERS_CACHES
 from .transformers_recurrences import PATCHES as _TRANSFORMERS_RECURRENCES
+from .transformers_sizes import PATCHES as _TRANSFORMERS_SIZES
 from .ultralytics_heads import PATCHES as _ULTRALYTICS_HEADS
 
 #: the patches of each family (the module defining them), families in the order they are applied
@@ -24,6 +25,7 @@ FAMILIES: dict[str, tuple[Patch, ...]] = {
     "control_flow": tuple(_CONTROL_FLOW),
     "transformers_caches": tuple(_TRANSFORMERS_CACHES),
     "transformers_recurrences": tuple(_TRANSFORMERS_RECURRENCES),
+    "transformers_sizes": tuple(_TRANSFORMERS_SIZES),
     "torchvision_detection": tuple(_TORCHVISION_DETECTION),
     "torchvision_image_sizes": tuple(_TORCHVISION_IMAGE_SIZES),
     "ultralytics_heads": tuple(_ULTRALYTICS_HEADS),

@@ -18,6 +18,7 @@ from .size_oblivious import SizeOblivious
 from .transformers_caches import TransformersCaches
 from .transformers_dynamic_shapes import TransformersDynamicShapes
 from .transformers_recurrences import TransformersRecurrences
+from .transformers_sizes import TransformersSizes
 from .ultralytics_heads import UltralyticsHeads
 from .unsolved_constraints import UnsolvedConstraints
 
@@ -32,6 +33,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     OtherMode(),
     LowerFunctorch(),
     TransformersRecurrences(),
+    TransformersSizes(),
     UltralyticsHeads(),
 )
 

@@ -1,7 +1,9 @@
 """Strategy ``other_mode``: a capture failing in one strict mode is tried in the other; a warning says which worked.
 
 Non-strict capture (tracing Python) failing is retried in strict mode (dynamo), and the reverse, with every
-strategy after this one tried again; when both fail, the first error is raised, naming the second.
+strategy after this one tried again; when both fail, the first error is raised, naming the second. A non-strict
+capture whose model code made an axis declared dynamic static (``batch = len(x)``: a Python int) is retried in
+strict mode too, where dynamo keeps such sizes symbolic.
 """
 
 from __future__ import annotations
@@ -29,14 +31,18 @@ def mode_name(strict: bool) -> str:
 
 
 class OtherMode(Strategy):
-    """Falls back on the other strict mode when a capture (not its dynamic shapes) failed."""
+    """Falls back on the other strict mode when a capture (not its dynamic shapes) failed, and on the strict mode
+    when tracing Python made a dynamic axis static."""
 
     name = "other_mode"
 
     def fallback(
         self, attempt: Attempt, failure: Failure, run: Callable[[Attempt], Outcome], report: CaptureReport
     ) -> Outcome | None:
-        if FailureKind.CAPTURE not in failure.kinds:
+        # a size made static by tracing Python may stay symbolic through dynamo (``len(x)`` is ``x.shape[0]``
+        # there: RT-DETR's batch)
+        made_static = FailureKind.MADE_STATIC in failure.kinds and not attempt.strict
+        if FailureKind.CAPTURE not in failure.kinds and not made_static:
             return None
         first = failure.error
         other = not attempt.strict
