@@ -11,7 +11,9 @@ eager within 1e-3 relative at both sizes. Columns: ok, nodes (every graph, If br
 onnxruntime latency (median of 5 runs at the example's size) for each exporter, and the ratios ours / official.
 
 ``--source timm`` takes one model per timm family instead (a module of ``timm.models``, its smallest; height and
-width 32 pixels fewer at the second size).
+width 32 pixels fewer at the second size). ``--source transformers`` takes transformers' vision and audio models
+(DETR, RT-DETR, OWL-ViT, SAM, ViT, DINOv2, Swin, ConvNeXt, SegFormer, MobileViT, Whisper's encoder, Wav2Vec2) from
+the small random configs of ``benchmarks/hf_vision_models.py``, with the axes each model allows declared dynamic.
 
 Each model runs in its own process (a crash or a hang costs that model only)::
 
@@ -20,6 +22,7 @@ Each model runs in its own process (a crash or a hang costs that model only)::
     python benchmarks/vision_zoo.py --max-params 30 --timeout 600     # the smaller ones
     python benchmarks/vision_zoo.py --json zoo.json --rst _doc/vision_zoo.rst --render-only   # the docs page
     python benchmarks/vision_zoo.py --source timm --max-params 30 --json timm.json --rst _doc/vision_zoo_timm.rst
+    python benchmarks/vision_zoo.py --source transformers --json hf.json --rst _doc/vision_zoo_transformers.rst
 
 Needs torchvision (README: on a CPU build of torch, ``bash ../shared/vision/torchvision_cpu.sh``).
 """
@@ -139,11 +142,20 @@ def one(name: str) -> dict:
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     torch.manual_seed(0)
+    hf_dims = None
     if name.startswith("timm:"):
         import timm as library
 
         kind = "classification"
         model, example, second = _timm_model(name[5:], torch)
+    elif name.startswith("hf:"):
+        import transformers as library
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from hf_vision_models import MODELS
+
+        kind = "transformers"
+        model, example, second, hf_dims = MODELS[name[3:]]()
     else:
         import torchvision as library
         from torchvision.models import get_model, get_model_builder
@@ -161,7 +173,10 @@ def one(name: str) -> dict:
     except Exception:  # noqa: BLE001  (a model of one image size: the batch only is dynamic)
         fixed = True
         second = [torch.randn(1, *x.shape[1:]) for x in example]
-    dims = _dims(kind, example, torch, fixed)
+    dims = hf_dims if hf_dims is not None else _dims(kind, example, torch, fixed)
+    if hf_dims is not None:  # the official exporter takes torch.export's Dim objects, not names
+        # (forward(*args): torch.export reads the positional tensors as one tuple)
+        dims_official = (tuple({axis: torch.export.Dim.DYNAMIC for axis in d} for d in hf_dims),)
     result: dict[str, Any] = {"model": name, "kind": kind, "params_m": params / 1e6, "fixed_size": fixed}
     for exporter in ("ours", "official"):
         begin = time.perf_counter()
@@ -171,8 +186,8 @@ def one(name: str) -> dict:
                     with bypass_export_some_errors(patch_torchvision=kind == "detection"):
                         onx = to_onnx(model, tuple(example), dynamic_shapes=dims)
                 else:
-                    onx = torch.onnx.export(model, tuple(example), dynamic_shapes=dims, dynamo=True,
-                                            verbose=False).model_proto
+                    onx = torch.onnx.export(model, tuple(example), dynamic_shapes=dims_official if hf_dims else dims,
+                                            dynamo=True, verbose=False).model_proto
             seconds = time.perf_counter() - begin
             run = _run(onx, model, [example, second], torch)
             ok = all(e <= TOL for e in run["errors"])
@@ -192,6 +207,11 @@ def _names(args: argparse.Namespace) -> list[str]:
         return args.models.split(",")
     if args.source == "timm":
         return _timm_families(args.max_params)
+    if args.source == "transformers":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from hf_vision_models import MODELS
+
+        return [f"hf:{name}" for name in MODELS]
     import torchvision
     from torchvision.models import get_model_builder
 
@@ -292,8 +312,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="", help="comma-separated builders: torchvision's names, timm:<name> "
                         "for timm's (default: every one of --source)")
-    parser.add_argument("--source", default="torchvision", choices=("torchvision", "timm"),
-                        help="torchvision: every builder; timm: one model per family, its smallest")
+    parser.add_argument("--source", default="torchvision", choices=("torchvision", "timm", "transformers"),
+                        help="torchvision: every builder; timm: one model per family, its smallest; transformers: "
+                             "the vision and audio models of benchmarks/hf_vision_models.py")
     parser.add_argument("--max-params", type=float, default=100, help="skip models above, in millions (100)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per model (900)")
     parser.add_argument("--json", default="", help="write the results there too")
@@ -364,6 +385,8 @@ def _params(name: str) -> float:
     builders that initialise weights from a tensor's data, RegNet-Y)."""
     import torch
 
+    if name.startswith("hf:"):
+        return 0.0  # small random configs
     if name.startswith("timm:"):
         import timm
 

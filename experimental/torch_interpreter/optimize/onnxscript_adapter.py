@@ -66,6 +66,7 @@ from ..names import unique_name
 from ..provenance import copy_provenance
 from .graph_match import dims, int64s, typed
 from .lazy_transposes import kept_in_place
+from .orphan_uses import ReleaseOrphanUsesPass
 from .rewrite import CountingPass
 
 logger = logging.getLogger(__name__)
@@ -183,6 +184,7 @@ def optimize_with_exact_constants(model: ir.Model) -> int:
             [
                 _FoldConstantsPass(),
                 RewritePass(pattern.RewriteRuleSet(GENERIC_RULES)),
+                ReleaseOrphanUsesPass(),  # the branch a folded If did not take still read outer values
                 RemoveUnusedNodesPass(),
                 RemoveUnusedFunctionsPass(),
                 RemoveUnusedOpsetsPass(),
