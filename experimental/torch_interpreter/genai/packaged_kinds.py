@@ -26,8 +26,8 @@ def check_packaged_kind(config: Any, source: str) -> None:
         >>> try:
         ...     check_packaged_kind(cfg, "'whisper-tiny'")
         ... except GenAIError as e:
-        ...     print(str(e)[:80])
-        'whisper-tiny' holds a 'whisper' model, an encoder-decoder: a GenAI package hol
+        ...     print(str(e)[:75])
+        'whisper-tiny' holds a 'whisper' model, an encoder-decoder: a GenAI package
     """
     model_type = getattr(config, "model_type", None) or type(config).__name__
     architectures = ", ".join(getattr(config, "architectures", None) or []) or "no architecture named"
