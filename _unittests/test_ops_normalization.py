@@ -138,3 +138,18 @@ def test_native_batch_norm_eval_empty_stats():
     mean, var = torch.randn(4), torch.rand(4) + 0.5
     fn = torch.ops.aten._native_batch_norm_legit_no_training
     check_model(Fn(lambda x: fn(x, None, None, mean, var, 0.1, 1e-5)), (X,))
+
+
+@pytest.mark.parametrize(("dim", "layer"), [
+    (0, lambda: torch.nn.Conv1d(4, 8, 3)), (2, lambda: torch.nn.Conv1d(4, 8, 3)), (1, lambda: torch.nn.Linear(6, 5)),
+    (-1, lambda: torch.nn.Linear(6, 5)),
+], ids=["conv-out-channels", "conv-kernel", "linear-in", "whole"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_weight_norm(dim, layer, dtype):
+    """``aten::_weight_norm`` (torch.nn.utils weight_norm, Wav2Vec2's positional convolution): ``v * g / ||v||``
+    over every axis but ``dim``."""
+    torch.manual_seed(0)
+    model = torch.nn.utils.parametrizations.weight_norm(layer(), dim=dim).eval().to(dtype)
+    x = torch.randn(2, 4, 10) if isinstance(model, torch.nn.Conv1d) else torch.randn(3, 6)
+    tol = 1e-5 if dtype == torch.float32 else 2e-3
+    check_model(model, (x.to(dtype),), atol=tol, rtol=tol)

@@ -457,6 +457,12 @@ def aten__batch_norm_with_update(
     return y, _saved(ctx, 1, mean), _saved(ctx, 2, rstd), _saved(ctx, 3, None)
 
 
+def _norm_except(ctx: NodeContext, x: ir.Value, p: float, axis: int, rank: int) -> ir.Value:
+    """The p-norm of ``x`` over every axis but ``axis``, the reduced axes kept (``|x|`` for a 1-D ``x``)."""
+    others = [i for i in range(rank) if i != axis]
+    return vector_norm(ctx, x, p, others, True) if others else ctx.op("Abs", x)
+
+
 @register("aten::renorm.default")
 def aten_renorm(ctx: NodeContext, self: ir.Value, p: float, dim: int, maxnorm: float) -> ir.Value:
     """renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor: each slice along ``dim`` whose p-norm
@@ -466,10 +472,23 @@ def aten_renorm(ctx: NodeContext, self: ir.Value, p: float, dim: int, maxnorm: f
     rank = ctx.rank(self)
     c = opmath_dtype(dtype)
     x = ctx.cast(self, c)
-    axis = dim % rank if rank else 0
-    others = [i for i in range(rank) if i != axis]
-    norm = vector_norm(ctx, x, p, others, True) if others else ctx.op("Abs", x)
+    norm = _norm_except(ctx, x, p, dim % rank if rank else 0, rank)
     limit = ctx.const(float(maxnorm), c)
     factor = ctx.op("Where", ctx.op("Greater", norm, limit),
                     ctx.op("Div", limit, ctx.op("Add", norm, ctx.const(1e-7, c))), ctx.const(1.0, c))
     return ctx.cast(ctx.op("Mul", x, factor), dtype)
+
+
+@register("aten::_weight_norm.default")
+def aten__weight_norm(ctx: NodeContext, v: ir.Value, g: ir.Value, dim: int = 0) -> ir.Value:
+    """_weight_norm(Tensor v, Tensor g, int dim=0) -> Tensor: ``v * (g / ||v||)``, the 2-norm over every axis but
+    ``dim`` (over every axis for -1), in float32 for half types (PyTorch's order: ``g / norm`` first)."""
+    out_dtype = ctx.out_dtype
+    c = opmath_dtype(out_dtype)
+    x = ctx.cast(v, c)
+    rank = ctx.rank(v)
+    if dim == -1:
+        norm = vector_norm(ctx, x, 2.0, list(range(rank)), True)
+    else:
+        norm = _norm_except(ctx, x, 2.0, dim % rank, rank)
+    return ctx.cast(ctx.op("Mul", x, ctx.op("Div", ctx.cast(g, c), norm)), out_dtype)
