@@ -135,7 +135,8 @@ def check_weights_used(lm: CausalLM) -> None:
     folder is refused for that first)."""
     folder, info = lm.folder, lm.loading
     for key, what in (("missing_keys", "has no value in the checkpoint (it would be random)"),
-                      ("unexpected_keys", "is not a weight of the causal LM transformers builds (it would be left out)")):
+                      ("unexpected_keys",
+                       "is not a weight of the causal LM transformers builds (it would be left out)")):
         names = sorted(info.get(key) or ())
         if names:
             raise GenAIError(
