@@ -53,6 +53,19 @@ def _keeping_symbols(name: str, original: Any) -> Any:
     return {"torch_int": torch_int, "torch_float": torch_float}[name]
 
 
+def used_by(model: Any) -> bool:
+    """Whether a module defining one of ``model``'s submodules holds transformers' ``torch_int`` or ``torch_float``
+    (RT-DETR's and ViT's do, Llama's does not): the patch is applied around their capture only.
+
+    >>> used_by(torch.nn.Linear(2, 2))
+    False
+    """
+    originals = _originals()
+    names = {type(m).__module__ for m in model.modules()} if isinstance(model, torch.nn.Module) else set()
+    return any(getattr(sys.modules.get(name), fn, None) is original
+               for name in names for fn, original in originals.items())
+
+
 def _needed() -> bool:
     return any(_holders(name, original) for name, original in _originals().items())
 
