@@ -110,6 +110,8 @@ def test_genai_config(llama_package):
     assert config["search"]["past_present_share_buffer"] is True
     # onnxruntime's thread count (one per physical core), not onnxruntime-genai's half of the hardware threads
     assert decoder["session_options"]["intra_op_num_threads"] == 0
+    # threads that do not spin: decoding holds beside busy processes (measured with bench_genai.py --busy)
+    assert decoder["session_options"]["session.intra_op.allow_spinning"] == "0"
 
 
 def test_package_folder_has_the_permissions_of_a_new_folder(llama_package):

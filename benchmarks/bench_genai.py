@@ -6,6 +6,7 @@ builder writes from the same folder, in the same run.
     python benchmarks/bench_genai.py --families llama qwen2 --json results.json
     python benchmarks/bench_genai.py --device cuda            # on a GPU, with and without CUDA graphs
     python benchmarks/bench_genai.py --threads 2              # both packages on 2 threads: the graphs alone
+    python benchmarks/bench_genai.py --busy 2                 # beside 2 processes spinning a core each
 
 For each family: a random-weight checkpoint (:func:`write_random_causal_lm`), our package and the builder's, then
 ``--repeats`` rounds alternating the two, each round timing the prompt (``--prompt`` tokens, one
@@ -22,6 +23,7 @@ graphs' difference.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -118,6 +120,20 @@ def time_generation(folder: str, prompt: int, new: int, vocab: int) -> tuple[flo
     return prompt / prompt_seconds, count / decode_seconds
 
 
+@contextlib.contextmanager
+def busy_processes(count: int):
+    """``count`` processes each spinning a core for the duration of the block (a machine whose cores are shared)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        if procs:
+            time.sleep(1)
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def bench_family(family: str, args: argparse.Namespace, root: str) -> list[dict]:
     src = make_folder(family, args.size, root)
     vocab = SIZES[args.size]["vocab"]
@@ -139,11 +155,13 @@ def bench_family(family: str, args: argparse.Namespace, root: str) -> list[dict]
                 for folder in packages.values():
                     set_cuda_graphs(folder, cuda_graph)
             times = {name: [] for name in packages}
-            for _ in range(args.repeats):
-                for name, folder in packages.items():
-                    times[name].append(time_generation(folder, args.prompt, args.new, vocab))
+            with busy_processes(args.busy):
+                for _ in range(args.repeats):
+                    for name, folder in packages.items():
+                        times[name].append(time_generation(folder, args.prompt, args.new, vocab))
             row = {"family": family, "size": args.size, "precision": precision, "device": args.device,
                    "cuda_graph": cuda_graph, "threads": "as written" if args.threads is None else args.threads,
+                   "busy_processes": args.busy,
                    "export_s": round(export_seconds, 1), "builder_s": round(builder_seconds, 1),
                    "builder": refused or "ok"}
             for name, values in times.items():
@@ -185,6 +203,8 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--repeats", type=int, default=3, help="rounds, the median reported (default 3)")
     parser.add_argument("--threads", type=int,
                         help="the threads of each operator, written into both packages (default: as written)")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="processes spinning a core each while the packages are timed (default 0: an idle machine)")
     parser.add_argument("--json", help="also write the rows there")
     parser.add_argument("--keep", help="write the checkpoints and packages there and keep them")
     args = parser.parse_args(argv)

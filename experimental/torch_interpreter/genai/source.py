@@ -116,8 +116,6 @@ def _from_folder(
         if os.path.exists(os.path.join(folder, "generation_config.json")):
             module.generation_config = transformers.GenerationConfig.from_pretrained(folder)
         return module, {}  # the weights are matched by name as they are read (CheckpointError when one lacks)
-    except GenAIError:
-        raise
     except Exception as e:  # noqa: BLE001  (the folder's weights and generation config, read by transformers)
         if "Unrecognized configuration class" in str(e):
             raise GenAIError(
