@@ -174,9 +174,8 @@ def one(name: str) -> dict:
         fixed = True
         second = [torch.randn(1, *x.shape[1:]) for x in example]
     dims = hf_dims if hf_dims is not None else _dims(kind, example, torch, fixed)
-    if hf_dims is not None:  # the official exporter takes torch.export's Dim objects, not names
-        # (forward(*args): torch.export reads the positional tensors as one tuple)
-        dims_official = (tuple({axis: torch.export.Dim.DYNAMIC for axis in d} for d in hf_dims),)
+    # the official exporter takes torch.export's Dim objects, not names; forward(*args): one tuple of them
+    official_dims = dims if hf_dims is None else (tuple({a: torch.export.Dim.DYNAMIC for a in d} for d in hf_dims),)
     result: dict[str, Any] = {"model": name, "kind": kind, "params_m": params / 1e6, "fixed_size": fixed}
     for exporter in ("ours", "official"):
         begin = time.perf_counter()
@@ -186,7 +185,7 @@ def one(name: str) -> dict:
                     with bypass_export_some_errors(patch_torchvision=kind == "detection"):
                         onx = to_onnx(model, tuple(example), dynamic_shapes=dims)
                 else:
-                    onx = torch.onnx.export(model, tuple(example), dynamic_shapes=dims_official if hf_dims else dims,
+                    onx = torch.onnx.export(model, tuple(example), dynamic_shapes=official_dims,
                                             dynamo=True, verbose=False).model_proto
             seconds = time.perf_counter() - begin
             run = _run(onx, model, [example, second], torch)

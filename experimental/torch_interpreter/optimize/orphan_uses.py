@@ -11,11 +11,6 @@ from __future__ import annotations
 import onnx_ir as ir
 
 
-def _live_nodes(model: ir.Model) -> set[ir.Node]:
-    graphs: list[ir.Graph | ir.Function] = [model.graph, *model.functions.values()]
-    return {node for graph in graphs for node in ir.traversal.RecursiveGraphIterator(graph)}
-
-
 def release_orphan_uses(model: ir.Model) -> int:
     """Disconnects the inputs of nodes outside every graph of ``model`` (the main graph, the subgraphs of its nodes,
     its functions) from the values they read; returns how many uses were released.
@@ -30,8 +25,8 @@ def release_orphan_uses(model: ir.Model) -> int:
         >>> len(list(x.uses())), release_orphan_uses(model), len(list(x.uses()))
         (2, 1, 1)
     """
-    live = _live_nodes(model)
     graphs: list[ir.Graph | ir.Function] = [model.graph, *model.functions.values()]
+    live = {node for graph in graphs for node in ir.traversal.RecursiveGraphIterator(graph)}
     values: list[ir.Value] = []
     for graph in graphs:
         values.extend(graph.inputs)

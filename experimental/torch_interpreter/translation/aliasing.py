@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import onnx_ir as ir
 import torch
-from torch.fx.experimental.symbolic_shapes import statically_known_true
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import statically_known_true, sym_eq
 
 from ..errors import ConversionError
 from ..provenance import describe, node_metadata, target_key
@@ -479,21 +479,14 @@ def _same_storage(val: Any, node: torch.fx.Node) -> tuple[str, torch.fx.Node] | 
     for arg in args:
         base = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if isinstance(base, torch.Tensor) and _storage(base) == mine:
-            same = (
-                val.dtype == base.dtype
-                and _known_equal(val.shape, base.shape)
-                and _known_equal(val.stride(), base.stride())
-                and _known_equal([val.storage_offset()], [base.storage_offset()])
-            )
+            # equal for every value of the symbols (unknown is not equal): ``==`` on symbolic sizes would add the
+            # example's answer to the shape environment as a guard (a view of [h, w] as [w, h] refused every
+            # square image)
+            layout = (*val.shape, *val.stride(), val.storage_offset())
+            same = val.dtype == base.dtype and statically_known_true(
+                sym_eq(layout, (*base.shape, *base.stride(), base.storage_offset())))
             return ("identity" if same else "hidden_view"), arg
     return None
-
-
-def _known_equal(a: Any, b: Any) -> bool:
-    """Whether two lists of sizes are equal for every value of their symbols. Comparing symbolic sizes with
-    ``==`` adds a guard to the shape environment (the example's answer made a condition of the graph: a view
-    of ``[h, w]`` as ``[w, h]`` refused every square image); unknown is not equal here."""
-    return len(a) == len(b) and all(statically_known_true(x == y) for x, y in zip(a, b))
 
 
 def _numbered(ctx: NodeContext, old: ir.Value, shape: ir.Value) -> ir.Value:
